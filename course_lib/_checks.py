@@ -1,0 +1,43 @@
+"""Argument checks shared by the modules, with messages that say what was expected and what came."""
+
+from __future__ import annotations
+
+import math
+import operator
+
+
+def positive_int(name: str, value: object, *, even: bool = False) -> int:
+    """Return ``value`` as an ``int`` if it is a positive (and, if asked, even) integer.
+
+    Raises ``TypeError`` for non-integers (``bool`` and floats included) and ``ValueError`` for
+    zero, negative or odd values, naming the argument and the value that came.
+    """
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, got the bool {value!r}")
+    try:
+        number = operator.index(value)  # accepts int, numpy and 0-d integer tensors; not floats
+    except TypeError:
+        raise TypeError(
+            f"{name} must be an integer, got {value!r} of type {type(value).__name__}"
+        ) from None
+    if number <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {number}")
+    if even and number % 2:
+        raise ValueError(
+            f"{name} must be even (sine and cosine come in pairs), got {number}; "
+            f"use {number - 1} or {number + 1}"
+        )
+    return number
+
+
+def base_value(value: object) -> float:
+    """Return the wavelength base as a float; it must be a finite number greater than 1."""
+    try:
+        base = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise TypeError(f"base must be a number, got {value!r}") from None
+    if not math.isfinite(base) or base <= 1.0:
+        raise ValueError(
+            f"base must be a finite number greater than 1 (the paper uses 10000), got {value!r}"
+        )
+    return base
