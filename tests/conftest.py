@@ -1,0 +1,38 @@
+"""Shared facts about the repository for the tests: where things are and what _config.yml says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = ROOT / "chapters"
+
+
+def book_config() -> dict:
+    return yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+
+
+def toc_files() -> list[str]:
+    """Every file of _toc.yml (without suffix), in reading order, root first."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    files = [toc["root"]]
+    for part in toc.get("parts", []):
+        files += [chapter["file"] for chapter in part.get("chapters", [])]
+    return files
+
+
+def chapter_notebooks() -> list[Path]:
+    return sorted(CHAPTERS.glob("*.ipynb"))
+
+
+def read_notebook(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)
+
+
+@pytest.fixture(params=chapter_notebooks(), ids=lambda path: path.stem)
+def notebook_path(request) -> Path:
+    return request.param

@@ -1,0 +1,111 @@
+"""The book builds with warnings as errors, from the stored outputs, and has what a reader needs.
+
+The build goes to a temporary folder, so running the tests never touches _build/.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+
+from conftest import ROOT, book_config, chapter_notebooks, toc_files
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+@pytest.fixture(scope="module")
+def html(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("book")
+    jupyter_book = Path(sys.executable).parent / "jupyter-book"
+    result = subprocess.run(
+        [jupyter_book, "build", str(ROOT), "--path-output", str(out), "--all",
+         "--warningiserror", "--keep-going"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, f"the book build failed:\n{result.stdout[-6000:]}"
+    return out / "_build" / "html"
+
+
+def page(html: Path, name: str) -> BeautifulSoup:
+    return BeautifulSoup((html / f"{name}.html").read_text(encoding="utf-8"), "html.parser")
+
+
+def chapter_pages() -> list[str]:
+    return [f"chapters/{path.stem}" for path in chapter_notebooks()]
+
+
+def test_every_table_of_contents_entry_has_a_page(html):
+    for entry in toc_files():
+        assert (html / f"{entry}.html").exists(), entry
+
+
+def test_title_page_says_what_the_course_is_and_how_to_use_it(html):
+    text = page(html, "intro").get_text(" ")
+    assert "Transformer" in text
+    for step in ("Read", "Colab", "exercises"):
+        assert step in text, f"the title page should mention {step!r}"
+
+
+@pytest.mark.parametrize("name", chapter_pages())
+def test_chapter_has_a_colab_button_for_its_own_notebook(html, name):
+    repository = book_config()["repository"]
+    owner_repo = repository["url"].removeprefix("https://github.com/")
+    expected = (
+        f"https://colab.research.google.com/github/{owner_repo}/blob/"
+        f"{repository['branch']}/{name}.ipynb"
+    )
+    links = [a["href"] for a in page(html, name).find_all("a", href=True)]
+    assert expected in links
+
+
+@pytest.mark.parametrize("name", chapter_pages())
+def test_chapter_offers_its_ipynb_for_download(html, name):
+    links = [a["href"] for a in page(html, name).find_all("a", href=True)]
+    download = f"../_sources/{name}.ipynb"
+    assert download in links
+    assert (html / "_sources" / f"{name}.ipynb").exists()
+
+
+@pytest.mark.parametrize("name", chapter_pages())
+def test_chapter_figures_are_numbered_and_described(html, name):
+    figures = page(html, name).find_all("figure")
+    assert figures, "a chapter draws at least one figure"
+    for figure in figures:
+        assert re.match(r"Figure \d+\.\d+", figure.find(class_="caption-number").get_text())
+        assert figure.find("img")["alt"].strip()
+
+
+@pytest.mark.parametrize("name", chapter_pages())
+def test_chapter_math_is_rendered_as_math_not_dollars(html, name):
+    soup = page(html, name)
+    assert soup.find_all(class_="math")
+    for paragraph in soup.select("article p"):
+        assert "$" not in paragraph.get_text(), paragraph.get_text()[:200]
+
+
+@pytest.mark.parametrize("name", chapter_pages())
+def test_chapter_embeds_the_stored_widget_state(html, name):
+    scripts = page(html, name).find_all("script", type="application/vnd.jupyter.widget-state+json")
+    assert len(scripts) == 1
+
+
+def test_bibliography_holds_every_entry_of_references_bib(html):
+    text = page(html, "references").get_text(" ")
+    bib = (ROOT / "references.bib").read_text(encoding="utf-8")
+    titles = re.findall(r"^\s*title\s*=\s*\{(.+)\},?\s*$", bib, flags=re.MULTILINE)
+    assert len(titles) >= 10
+    for title in titles:
+        plain = re.sub(r"[{}]", "", title)
+        assert plain.lower() in text.lower(), plain
+    assert "Attention is all you need".lower() in text.lower()
+
+
+@pytest.mark.parametrize("name", chapter_pages())
+def test_chapter_citations_link_to_the_bibliography(html, name):
+    links = [a["href"] for a in page(html, name).find_all("a", href=True)]
+    assert any(link.startswith("../references.html#") for link in links)
