@@ -1,0 +1,158 @@
+"""Every chapter notebook is committed executed, starts with the setup cell, and renders well.
+
+nbval (run on chapters/ by the same pytest command) re-executes each notebook and compares the
+outputs with the stored ones; these tests check what nbval cannot: how the stored notebook is
+built.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import types
+
+import pytest
+
+from conftest import ROOT, book_config, chapter_notebooks, read_notebook, toc_files
+
+SETUP_URL = re.compile(r'"course-lib @ git\+(?P<url>https://[^"\s]+)"')
+ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def code_cells(notebook):
+    return [cell for cell in notebook.cells if cell.cell_type == "code"]
+
+
+def text_of(output) -> str:
+    if output.output_type == "stream":
+        return output.text
+    return "".join(str(value) for key, value in output.get("data", {}).items() if "text" in key)
+
+
+def test_there_is_at_least_one_chapter():
+    assert chapter_notebooks(), "chapters/ holds no notebooks"
+
+
+def test_every_chapter_notebook_is_in_the_table_of_contents():
+    listed = set(toc_files())
+    missing = [p.name for p in chapter_notebooks() if f"chapters/{p.stem}" not in listed]
+    assert not missing, f"add these notebooks to _toc.yml: {missing}"
+
+
+def test_every_table_of_contents_entry_exists():
+    for entry in toc_files():
+        candidates = [ROOT / f"{entry}{suffix}" for suffix in (".md", ".ipynb")]
+        assert any(path.exists() for path in candidates), f"_toc.yml lists {entry}, not found"
+
+
+def test_first_code_cell_is_the_setup_cell_that_imports_course_lib(notebook_path):
+    first = code_cells(read_notebook(notebook_path))[0]
+    assert first.source.lstrip().startswith("# Setup"), "the first code cell must be the setup cell"
+    assert "import course_lib" in first.source
+    assert SETUP_URL.search(first.source), "the setup cell must install course-lib from git"
+
+
+def test_setup_cell_installs_from_the_repository_url_of_the_book_config(notebook_path):
+    first = code_cells(read_notebook(notebook_path))[0]
+    url = SETUP_URL.search(first.source)["url"]
+    assert url == book_config()["repository"]["url"]
+
+
+def test_setup_cell_installs_nothing_where_course_lib_is_importable(notebook_path, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"the setup cell tried to run {args}")
+
+    monkeypatch.setattr(subprocess, "check_call", refuse)
+    first = code_cells(read_notebook(notebook_path))[0]
+    namespace: dict = {}
+    exec(compile(first.source, "setup-cell", "exec"), namespace)
+    assert isinstance(namespace["course_lib"], types.ModuleType)
+
+
+def test_setup_cell_pip_installs_the_repository_where_course_lib_is_missing(
+    notebook_path, monkeypatch
+):
+    import course_lib
+
+    calls = []
+
+    def fake_pip(command, *args, **kwargs):
+        calls.append(command)
+        monkeypatch.setitem(sys.modules, "course_lib", course_lib)  # "installed" now
+        return 0
+
+    monkeypatch.setitem(sys.modules, "course_lib", None)  # import course_lib now fails
+    monkeypatch.setattr(subprocess, "check_call", fake_pip)
+    first = code_cells(read_notebook(notebook_path))[0]
+    namespace: dict = {}
+    exec(compile(first.source, "setup-cell", "exec"), namespace)
+    url = book_config()["repository"]["url"]
+    assert calls == [[sys.executable, "-m", "pip", "install", "--quiet", f"course-lib @ git+{url}"]]
+    assert namespace["course_lib"] is course_lib
+
+
+def test_notebook_is_stored_executed_in_order(notebook_path):
+    cells = [c for c in code_cells(read_notebook(notebook_path)) if c.source.strip()]
+    counts = [cell.execution_count for cell in cells]
+    assert None not in counts, "some code cells were never executed; run `tasks.py execute`"
+    assert counts == list(range(1, len(cells) + 1)), f"not run top to bottom once: {counts}"
+
+
+def test_stored_outputs_hold_no_errors_unless_the_cell_expects_one(notebook_path):
+    for index, cell in enumerate(code_cells(read_notebook(notebook_path))):
+        expected = "raises-exception" in cell.metadata.get("tags", [])
+        errors = [o for o in cell.outputs if o.output_type == "error"]
+        assert expected or not errors, f"code cell {index} stored an error: {errors[0].ename}"
+
+
+def test_stored_outputs_hold_no_stderr_and_no_memory_addresses(notebook_path):
+    for index, cell in enumerate(code_cells(read_notebook(notebook_path))):
+        for output in cell.outputs:
+            assert output.get("name") != "stderr", f"code cell {index} wrote to stderr"
+            found = ADDRESS.search(text_of(output))
+            assert not found, f"code cell {index} printed the address {found.group()}"
+
+
+def test_widget_cells_store_their_state_and_skip_output_comparison(notebook_path):
+    notebook = read_notebook(notebook_path)
+    widget_cells = [
+        cell for cell in code_cells(notebook)
+        if any(WIDGET_VIEW in output.get("data", {}) for output in cell.outputs)
+    ]  # fmt: skip
+    for cell in widget_cells:
+        assert "nbval-ignore-output" in cell.metadata.get("tags", []), cell.source
+    if widget_cells:
+        state = notebook.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+        for cell in widget_cells:
+            for output in cell.outputs:
+                if WIDGET_VIEW in output.get("data", {}):
+                    assert output.data[WIDGET_VIEW]["model_id"] in state
+
+
+def test_every_figure_is_numbered_with_a_caption_and_alt_text(notebook_path):
+    for index, cell in enumerate(code_cells(read_notebook(notebook_path))):
+        if not any("image/png" in output.get("data", {}) for output in cell.outputs):
+            continue
+        options = cell.metadata.get("mystnb", {})
+        figure, image = options.get("figure", {}), options.get("image", {})
+        assert figure.get("name", "").startswith("fig-"), f"code cell {index}: figure name"
+        assert figure.get("caption"), f"code cell {index}: figure caption"
+        assert len(image.get("alt", "")) > 20, f"code cell {index}: describe the figure in alt"
+
+
+def test_figure_names_are_unique_across_the_book():
+    names = [
+        cell.metadata["mystnb"]["figure"]["name"]
+        for path in chapter_notebooks()
+        for cell in code_cells(read_notebook(path))
+        if "figure" in cell.metadata.get("mystnb", {})
+    ]
+    assert len(names) == len(set(names)), names
+
+
+@pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda path: path.stem)
+def test_notebook_runs_on_the_python3_kernel(path):
+    assert read_notebook(path).metadata["kernelspec"]["name"] == "python3"
