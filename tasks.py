@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""The course's single entry point. Needs only Python >= 3.10 to start.
+
+    python3 tasks.py book      build the HTML book into _build/html (warnings are errors)
+    python3 tasks.py test      run every test: ruff, library tests, nbval, the book build
+    python3 tasks.py execute   re-execute chapter notebooks in place (all, or the paths given)
+    python3 tasks.py setup     only create or update the virtual environment
+    python3 tasks.py clean     remove _build
+
+Every command first creates or updates the virtual environment .venv from the pinned
+requirements.txt and installs course_lib into it (editable), then runs inside it. The
+environment is reinstalled only when requirements.txt, pyproject.toml or the Python version
+changed. Set COURSE_VENV to use another folder for the environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = Path(os.environ.get("COURSE_VENV", ROOT / ".venv")).resolve()
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+VENV_PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
+STAMP = VENV / ".course-stamp"
+CHAPTERS = ROOT / "chapters"
+MIN_PYTHON = (3, 10)
+
+
+def say(message: str) -> None:
+    print(f"[tasks] {message}", flush=True)
+
+
+def run(*command: str | Path, **kwargs) -> None:
+    """Run a command inside the environment; stop with its exit code if it fails."""
+    env = os.environ.copy()
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env["VIRTUAL_ENV"] = str(VENV)
+    env.setdefault("PYTHONHASHSEED", "0")
+    env.pop("PYTHONHOME", None)
+    result = subprocess.run([str(part) for part in command], cwd=ROOT, env=env, **kwargs)
+    if result.returncode != 0:
+        say(f"failed ({result.returncode}): {' '.join(str(p) for p in command)}")
+        sys.exit(result.returncode)
+
+
+def _fingerprint() -> str:
+    digest = hashlib.sha256()
+    for name in ("requirements.txt", "pyproject.toml"):
+        digest.update((ROOT / name).read_bytes())
+    digest.update(sys.version.encode())
+    return digest.hexdigest()
+
+
+def setup() -> None:
+    """Create .venv if needed and install the pinned requirements and course_lib into it."""
+    if sys.version_info < MIN_PYTHON:
+        sys.exit(f"Python >= {'.'.join(map(str, MIN_PYTHON))} is needed, this is {sys.version}")
+    if in_venv():
+        return
+    fingerprint = _fingerprint()
+    if VENV_PYTHON.exists() and STAMP.exists() and STAMP.read_text() == fingerprint:
+        return
+    if not VENV_PYTHON.exists():
+        say(f"creating the virtual environment {VENV}")
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    say("installing the pinned requirements (requirements.txt) and course_lib")
+    pip = (VENV_PYTHON, "-m", "pip", "--disable-pip-version-check")
+    run(*pip, "install", "--progress-bar", "off", "-r", "requirements.txt")
+    run(*pip, "install", "--no-deps", "--no-build-isolation", "--editable", ".")
+    run(*pip, "check")
+    STAMP.write_text(fingerprint)
+
+
+def in_venv() -> bool:
+    return Path(sys.prefix).resolve() == VENV
+
+
+def book(extra: list[str]) -> None:
+    """Build the HTML book from the outputs stored in the notebooks, warnings as errors."""
+    setup()
+    started = time.perf_counter()
+    run(BIN / "jupyter-book", "build", ".", "--all", "--warningiserror", "--keep-going", *extra)
+    say(f"book built in {time.perf_counter() - started:.0f} s: {ROOT / '_build' / 'html'}")
+
+
+def test(extra: list[str]) -> None:
+    """Lint, then run the whole pytest suite (library, nbval over chapters/, book build)."""
+    setup()
+    started = time.perf_counter()
+    run(VENV_PYTHON, "-m", "ruff", "check", ".")
+    run(VENV_PYTHON, "-m", "ruff", "format", "--check", ".")
+    run(VENV_PYTHON, "-m", "pytest", *extra)
+    say(f"all tests passed in {time.perf_counter() - started:.0f} s")
+
+
+def execute(paths: list[str]) -> None:
+    """Re-execute notebooks in place (inside the environment), storing outputs and widget state."""
+    setup()
+    if not in_venv():
+        run(VENV_PYTHON, __file__, "execute", *paths)
+        return
+    notebooks = [Path(p).resolve() for p in paths] or sorted(CHAPTERS.glob("*.ipynb"))
+    for path in notebooks:
+        seconds = execute_notebook(path)
+        say(f"executed {path.relative_to(ROOT)} in {seconds:.1f} s")
+
+
+def execute_notebook(path: Path, timeout: int = 300) -> float:
+    """Run one notebook top to bottom with a fresh kernel and write it back; return seconds."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        notebook,
+        timeout=timeout,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+        store_widget_state=True,
+        record_timing=False,
+    )
+    started = time.perf_counter()
+    client.execute()
+    seconds = time.perf_counter() - started
+    nbformat.validate(notebook)
+    nbformat.write(notebook, path)
+    return seconds
+
+
+def clean() -> None:
+    shutil.rmtree(ROOT / "_build", ignore_errors=True)
+    say("removed _build")
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("command", choices=["book", "test", "execute", "setup", "clean"])
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="passed on (pytest, notebooks)")
+    options = parser.parse_args(argv)
+    if options.command == "book":
+        book(options.args)
+    elif options.command == "test":
+        test(options.args)
+    elif options.command == "execute":
+        execute(options.args)
+    elif options.command == "setup":
+        setup()
+        say(f"environment ready: {VENV}")
+    else:
+        clean()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
