@@ -6,10 +6,11 @@ import ast
 import inspect
 import textwrap
 from collections.abc import Iterable
+from types import TracebackType
 
 import torch
 
-__all__ = ["SourceCode", "fmt", "show_source"]
+__all__ = ["SourceCode", "expect_error", "fmt", "show_source"]
 
 
 class SourceCode:
@@ -74,3 +75,43 @@ def fmt(values: torch.Tensor | Iterable[float] | float, digits: int = 3) -> str:
     if isinstance(values, (int, float)):
         return f"{values:+.{digits}f}"
     return "[" + ", ".join(f"{float(v):+.{digits}f}" for v in values) + "]"
+
+
+class expect_error:  # lower case: it reads like a function, `with expect_error(...)`
+    """Context manager that shows the error a block raises, and insists that it raises one.
+
+    In a chapter, ``with expect_error(ValueError): bad_call()`` prints the error's type and
+    message (wrapped to ``width`` columns) and carries on. If the block raises nothing it
+    fails with ``AssertionError``, so a chapter that claims "this input is refused" checks
+    the claim. Errors of other types propagate unchanged.
+
+    Args:
+        *types: the exception types the block is expected to raise.
+        width: column at which the printed message wraps.
+    """
+
+    def __init__(self, *types: type[BaseException], width: int = 78) -> None:
+        if not types:
+            raise TypeError("expect_error needs at least one exception type")
+        self.types = types
+        self.width = width
+        self.error: BaseException | None = None
+
+    def __enter__(self) -> expect_error:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool:
+        names = " or ".join(t.__name__ for t in self.types)
+        if error is None:
+            raise AssertionError(f"expected {names}, but the block raised nothing")
+        if not isinstance(error, self.types):
+            return False
+        self.error = error
+        message = f"{type(error).__name__}: {error}"
+        print(textwrap.fill(message, width=self.width, subsequent_indent="    "))
+        return True

@@ -63,6 +63,7 @@ def plot_encoding_waves(
     ax: Axes | None = None,
     *,
     title: str | None = None,
+    legend: bool = True,
 ) -> Axes:
     """Plot chosen dimensions of a positional-encoding table as curves over the positions.
 
@@ -71,6 +72,7 @@ def plot_encoding_waves(
         dims: the dimensions (columns) to plot.
         ax: where to draw; a new figure if omitted.
         title: optional axes title.
+        legend: whether to name the curves in a legend right of the axes.
     """
     table = to_numpy(pe)
     if table.ndim != 2:
@@ -87,7 +89,8 @@ def plot_encoding_waves(
     ax.set_xlabel("position $pos$")
     ax.set_ylabel("$PE_{pos,j}$")
     ax.set_ylim(-1.1, 1.1)
-    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
+    if legend:
+        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
     if title:
         ax.set_title(title)
     return ax

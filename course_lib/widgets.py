@@ -62,7 +62,7 @@ class PositionalEncodingExplorer(widgets.VBox):
         )  # fmt: skip
         self.base = widgets.FloatLogSlider(
             value=base, base=10, min=1, max=5, step=0.25, description="base",
-            continuous_update=False, layout=_WIDE, style=_LABEL, readout_format=".4g",
+            continuous_update=False, layout=_WIDE, style=_LABEL, readout_format=".6g",
         )  # fmt: skip
         self.readout = widgets.HTML()
         self.d_model.observe(self._on_d_model, names="value")
@@ -92,7 +92,7 @@ class PositionalEncodingExplorer(widgets.VBox):
         func, value = ("sin", math.sin(angle)) if dimension % 2 == 0 else ("cos", math.cos(angle))
         return (
             f"<b>PE[{position}, {dimension}]</b> = {func}({position} &middot; "
-            f"{base:.4g}<sup>&minus;{2 * pair}/{d_model}</sup>) = {func}({angle:.4f}) = "
+            f"{base:.6g}<sup>&minus;{2 * pair}/{d_model}</sup>) = {func}({angle:.4f}) = "
             f"<b>{value:.4f}</b> &nbsp;&nbsp; (pair i = {pair}, wavelength "
             f"2&pi;/&omega;<sub>{pair}</sub> = {2 * math.pi / omega:.4g} positions)"
         )
@@ -104,10 +104,12 @@ class PositionalEncodingExplorer(widgets.VBox):
         fig, (ax_map, ax_wave) = plt.subplots(
             1, 2, figsize=(11, 3.6), gridspec_kw={"width_ratios": [1.15, 1]}
         )
-        plot_encoding_heatmap(pe, ax_map, title=f"d_model = {d_model}, base = {base:.4g}")
+        plot_encoding_heatmap(pe, ax_map, title=f"d_model = {d_model}, base = {base:.6g}")
         ax_map.axhline(position, color="black", linewidth=1)
         ax_map.axvline(dimension, color="black", linewidth=1, linestyle="--")
-        plot_encoding_waves(pe, [dimension], ax_wave, title=f"dimension j = {dimension}")
+        kind = "sin" if dimension % 2 == 0 else "cos"
+        title = f"dimension j = {dimension} ({kind}, pair i = {dimension // 2})"
+        plot_encoding_waves(pe, [dimension], ax_wave, title=title, legend=False)
         ax_wave.plot([position], [float(pe[position, dimension])], "o", color="black")
         fig.tight_layout()
         plt.show()

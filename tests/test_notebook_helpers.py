@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from course_lib.notebook import fmt, show_source
+from course_lib.notebook import expect_error, fmt, show_source
 from course_lib.positional import sinusoidal_positional_encoding
 
 
@@ -38,3 +38,24 @@ def test_fmt_rounds_with_explicit_signs():
 
 def test_fmt_flattens_a_matrix():
     assert fmt(torch.eye(2), digits=0) == "[+1, +0, +0, +1]"
+
+
+def test_expect_error_prints_the_wrapped_message_and_swallows_the_error(capsys):
+    with expect_error(ValueError, width=30) as caught:
+        raise ValueError("d_model must be even (sine and cosine come in pairs), got 7")
+    printed = capsys.readouterr().out
+    assert printed.startswith("ValueError: d_model must be\n    even")
+    assert all(len(line) <= 30 for line in printed.splitlines())
+    assert isinstance(caught.error, ValueError)
+
+
+def test_expect_error_fails_when_the_block_raises_nothing():
+    with pytest.raises(AssertionError, match="expected ValueError, but the block raised nothing"):
+        with expect_error(ValueError):
+            pass
+
+
+def test_expect_error_lets_other_errors_through():
+    with pytest.raises(KeyError):
+        with expect_error(ValueError):
+            raise KeyError("x")

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import ROOT, book_config, chapter_notebooks, read_notebook, toc_files
 
-SETUP_URL = re.compile(r'"course-lib @ git\+(?P<url>https://[^"\s]+)"')
+SETUP_URL = re.compile(r'^    REPO = "(?P<url>https://[^"\s]+)"$', flags=re.MULTILINE)
 ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
@@ -52,7 +52,7 @@ def test_first_code_cell_is_the_setup_cell_that_imports_course_lib(notebook_path
     first = code_cells(read_notebook(notebook_path))[0]
     assert first.source.lstrip().startswith("# Setup"), "the first code cell must be the setup cell"
     assert "import course_lib" in first.source
-    assert SETUP_URL.search(first.source), "the setup cell must install course-lib from git"
+    assert SETUP_URL.search(first.source), "the setup cell must name the repository in REPO"
 
 
 def test_setup_cell_installs_from_the_repository_url_of_the_book_config(notebook_path):
@@ -156,3 +156,11 @@ def test_figure_names_are_unique_across_the_book():
 @pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda path: path.stem)
 def test_notebook_runs_on_the_python3_kernel(path):
     assert read_notebook(path).metadata["kernelspec"]["name"] == "python3"
+
+
+def test_printed_lines_fit_the_text_column_of_the_book(notebook_path):
+    for index, cell in enumerate(code_cells(read_notebook(notebook_path))):
+        for output in cell.outputs:
+            if output.output_type == "stream":
+                long = [line for line in output.text.splitlines() if len(line) > 88]
+                assert not long, f"code cell {index} printed {len(long[0])} characters"
