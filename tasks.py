@@ -67,6 +67,9 @@ def setup() -> None:
     fingerprint = _fingerprint()
     if VENV_PYTHON.exists() and STAMP.exists() and STAMP.read_text() == fingerprint:
         return
+    if VENV_PYTHON.exists() and _venv_python_version() != sys.version_info[:2]:
+        say(f"recreating {VENV}: it was made with another Python than {sys.version.split()[0]}")
+        shutil.rmtree(VENV)
     if not VENV_PYTHON.exists():
         say(f"creating the virtual environment {VENV}")
         subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
@@ -76,6 +79,19 @@ def setup() -> None:
     run(*pip, "install", "--no-deps", "--no-build-isolation", "--editable", ".")
     run(*pip, "check")
     STAMP.write_text(fingerprint)
+
+
+def _venv_python_version() -> tuple[int, int] | None:
+    """(major, minor) of the Python that made .venv, from its pyvenv.cfg."""
+    config = VENV / "pyvenv.cfg"
+    if not config.exists():
+        return None
+    for line in config.read_text().splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() in ("version", "version_info"):
+            major, minor = value.strip().split(".")[:2]
+            return int(major), int(minor)
+    return None
 
 
 def in_venv() -> bool:

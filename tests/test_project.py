@@ -1,0 +1,45 @@
+"""The project's own files pin the environment and declare the package as the course needs."""
+
+import tomllib
+
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+from conftest import ROOT
+
+
+def pinned() -> dict[str, Version]:
+    pins = {}
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            requirement = Requirement(line)
+            (spec,) = requirement.specifier  # exactly one specifier...
+            assert spec.operator == "==", f"{line}: pin it with =="  # ...and it is a pin
+            pins[requirement.name.lower().replace("_", "-")] = Version(spec.version)
+    return pins
+
+
+def test_requirements_pin_torch_2_13_0():
+    assert pinned()["torch"] == Version("2.13.0")
+
+
+def test_requirements_pin_jupyter_book_1():
+    assert Version("1.0.4") <= pinned()["jupyter-book"] < Version("2")
+
+
+def test_requirements_hold_the_tools_the_tests_use():
+    for name in ("nbval", "nbclient", "sphinxcontrib-bibtex", "ipywidgets", "pytest", "ruff"):
+        assert name in pinned(), name
+
+
+def test_package_declares_its_runtime_ranges():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["name"] == "course-lib"
+    assert project["requires-python"] == ">=3.10"
+    dependencies = {Requirement(d).name: Requirement(d).specifier for d in project["dependencies"]}
+    assert set(dependencies) == {"torch", "numpy", "matplotlib", "ipywidgets"}
+    assert dependencies["torch"].contains("2.1.0") and not dependencies["torch"].contains("2.0.1")
+    assert dependencies["ipywidgets"].contains("7.7.1")
+    assert dependencies["ipywidgets"].contains("8.1.5")
+    assert not dependencies["ipywidgets"].contains("9.0.0")
