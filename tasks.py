@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -145,9 +147,60 @@ def execute_notebook(path: Path, timeout: int = 300) -> float:
     started = time.perf_counter()
     client.execute()
     seconds = time.perf_counter() - started
+    notebook = stable_widget_ids(notebook, salt=path.stem)
     nbformat.validate(notebook)
     nbformat.write(notebook, path)
     return seconds
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+MODEL_REF = re.compile(r"IPY_MODEL_([0-9a-f]{32})")
+
+
+def stable_widget_ids(notebook, salt: str):
+    """Rename the random widget model ids so that re-executing a notebook gives the same file.
+
+    Models are numbered in a fixed order: depth-first from the widgets that the cells display,
+    in cell order, following the ``IPY_MODEL_`` references inside each model's state; models
+    that nothing displayed come last, ordered by their content.
+    """
+    import nbformat
+
+    state = notebook.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    if not state:
+        return notebook
+    order: list[str] = []
+
+    def visit(model_id: str) -> None:
+        if model_id in order or model_id not in state:
+            return
+        order.append(model_id)
+        text = json.dumps(state[model_id]["state"], sort_keys=True)
+        for referenced in MODEL_REF.findall(text):
+            visit(referenced)
+
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            view = output.get("data", {}).get(WIDGET_VIEW)
+            if view:
+                visit(view["model_id"])
+    rest = sorted(
+        (model_id for model_id in state if model_id not in order),
+        key=lambda model_id: MODEL_REF.sub("", json.dumps(state[model_id], sort_keys=True)),
+    )
+    renamed = {
+        old: hashlib.sha256(f"{salt}:{index}".encode()).hexdigest()[:32]
+        for index, old in enumerate(order + rest)
+    }
+    text = nbformat.writes(notebook)
+    text = re.sub("|".join(renamed), lambda match: renamed[match.group()], text)
+    notebook = nbformat.reads(text, as_version=4)
+    widget_state = notebook.metadata["widgets"][WIDGET_STATE]
+    widget_state["state"] = {
+        key: widget_state["state"][key] for key in sorted(widget_state["state"])
+    }
+    return notebook
 
 
 def clean() -> None:

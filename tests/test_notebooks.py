@@ -7,6 +7,7 @@ built.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 import sys
@@ -164,3 +165,12 @@ def test_printed_lines_fit_the_text_column_of_the_book(notebook_path):
             if output.output_type == "stream":
                 long = [line for line in output.text.splitlines() if len(line) > 88]
                 assert not long, f"code cell {index} printed {len(long[0])} characters"
+
+
+def test_widget_model_ids_are_the_stable_ones_tasks_execute_writes(notebook_path):
+    spec = importlib.util.spec_from_file_location("tasks", ROOT / "tasks.py")
+    tasks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tasks)
+    notebook = read_notebook(notebook_path)
+    renamed = tasks.stable_widget_ids(read_notebook(notebook_path), salt=notebook_path.stem)
+    assert renamed == notebook, "execute the notebook with `python3 tasks.py execute`"

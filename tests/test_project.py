@@ -5,7 +5,7 @@ import tomllib
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from conftest import ROOT
+from conftest import ROOT, book_config
 
 
 def pinned() -> dict[str, Version]:
@@ -43,3 +43,8 @@ def test_package_declares_its_runtime_ranges():
     assert dependencies["ipywidgets"].contains("7.7.1")
     assert dependencies["ipywidgets"].contains("8.1.5")
     assert not dependencies["ipywidgets"].contains("9.0.0")
+
+
+def test_readme_installs_from_the_repository_url_of_the_book_config():
+    url = book_config()["repository"]["url"]
+    assert f'pip install "course-lib @ git+{url}"' in (ROOT / "README.md").read_text()
