@@ -6,20 +6,28 @@ import math
 import operator
 
 
+def integer(name: str, value: object) -> int:
+    """Return ``value`` as an ``int``; ``TypeError`` naming the argument for anything else.
+
+    Accepts ``int``, NumPy integers and 0-d integer tensors; refuses ``bool`` and floats.
+    """
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, got the bool {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(
+            f"{name} must be an integer, got {value!r} of type {type(value).__name__}"
+        ) from None
+
+
 def positive_int(name: str, value: object, *, even: bool = False) -> int:
     """Return ``value`` as an ``int`` if it is a positive (and, if asked, even) integer.
 
     Raises ``TypeError`` for non-integers (``bool`` and floats included) and ``ValueError`` for
     zero, negative or odd values, naming the argument and the value that came.
     """
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, got the bool {value!r}")
-    try:
-        number = operator.index(value)  # accepts int, numpy and 0-d integer tensors; not floats
-    except TypeError:
-        raise TypeError(
-            f"{name} must be an integer, got {value!r} of type {type(value).__name__}"
-        ) from None
+    number = integer(name, value)
     if number <= 0:
         raise ValueError(f"{name} must be a positive integer, got {number}")
     if even and number % 2:

@@ -14,12 +14,10 @@ so pair ``i`` is a wave of wavelength ``2*pi / w_i``: from ``2*pi`` (``i = 0``) 
 
 from __future__ import annotations
 
-import operator
-
 import torch
 from torch import Tensor, nn
 
-from course_lib._checks import base_value, positive_int
+from course_lib._checks import base_value, integer, positive_int
 
 __all__ = [
     "PositionalEncoding",
@@ -112,12 +110,7 @@ def offset_rotation(
     Returns:
         Tensor of shape ``(d_model, d_model)``.
     """
-    if isinstance(offset, bool):
-        raise TypeError(f"offset must be an integer, got the bool {offset!r}")
-    try:
-        offset = operator.index(offset)
-    except TypeError:
-        raise TypeError(f"offset must be an integer, got {offset!r}") from None
+    offset = integer("offset", offset)
     omega = angular_frequencies(d_model, base)
     cos, sin = torch.cos(offset * omega), torch.sin(offset * omega)
     m = torch.zeros(d_model, d_model, dtype=torch.float64)
