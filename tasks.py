@@ -23,6 +23,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -31,6 +32,7 @@ VENV = Path(os.environ.get("COURSE_VENV", ROOT / ".venv")).resolve()
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 VENV_PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
 STAMP = VENV / ".course-stamp"
+WIDGETS_7 = VENV / "ipywidgets-7.7"  # ipywidgets 7.7 alone, for tests that put it on PYTHONPATH
 CHAPTERS = ROOT / "chapters"
 MIN_PYTHON = (3, 10)
 
@@ -54,7 +56,7 @@ def run(*command: str | Path, **kwargs) -> None:
 
 def _fingerprint() -> str:
     digest = hashlib.sha256()
-    for name in ("requirements.txt", "pyproject.toml"):
+    for name in ("requirements.txt", "requirements-ipywidgets7.txt", "pyproject.toml"):
         digest.update((ROOT / name).read_bytes())
     digest.update(sys.version.encode())
     return digest.hexdigest()
@@ -80,6 +82,10 @@ def setup() -> None:
     run(*pip, "install", "--progress-bar", "off", "-r", "requirements.txt")
     run(*pip, "install", "--no-deps", "--no-build-isolation", "--editable", ".")
     run(*pip, "check")
+    say(f"installing ipywidgets 7.7 (what Colab ships) for the widget tests into {WIDGETS_7}")
+    shutil.rmtree(WIDGETS_7, ignore_errors=True)
+    run(*pip, "install", "--progress-bar", "off", "--no-deps", "--target", WIDGETS_7,
+        "-r", "requirements-ipywidgets7.txt")  # fmt: skip
     STAMP.write_text(fingerprint)
 
 
@@ -145,7 +151,17 @@ def execute_notebook(path: Path, timeout: int = 300) -> float:
         record_timing=False,
     )
     started = time.perf_counter()
-    client.execute()
+    with tempfile.TemporaryDirectory(prefix="course-lib-home-") as home:
+        # A fresh, empty progress store: the stored notebook shows every exercise unanswered.
+        previous = os.environ.get("COURSE_LIB_HOME")
+        os.environ["COURSE_LIB_HOME"] = home
+        try:
+            client.execute()
+        finally:
+            if previous is None:
+                os.environ.pop("COURSE_LIB_HOME", None)
+            else:
+                os.environ["COURSE_LIB_HOME"] = previous
     seconds = time.perf_counter() - started
     notebook = stable_widget_ids(notebook, salt=path.stem)
     nbformat.validate(notebook)

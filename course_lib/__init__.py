@@ -6,7 +6,8 @@ Modules, one concept each:
 - :mod:`course_lib.attention` -- scaled dot-product attention;
 - :mod:`course_lib.plotting` -- the figures the chapters draw;
 - :mod:`course_lib.widgets` -- interactive explorers (core ipywidgets only, 7.7 and 8);
-- :mod:`course_lib.notebook` -- helpers for the chapter notebooks.
+- :mod:`course_lib.notebook` -- helpers for the chapter notebooks;
+- :mod:`course_lib.exercises` -- the exercises, their checks and the submission file.
 
 All tensors are batch-first: ``(batch, seq, d_model)``.
 """

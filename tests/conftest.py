@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -10,6 +14,12 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = ROOT / "chapters"
+
+# Exercise progress goes to a fresh folder for this test session, never to ~/.course_lib: the
+# notebook kernels that nbval starts inherit it, so every chapter starts with nothing answered.
+SESSION_HOME = tempfile.mkdtemp(prefix="course-lib-home-")
+os.environ["COURSE_LIB_HOME"] = SESSION_HOME
+atexit.register(shutil.rmtree, SESSION_HOME, ignore_errors=True)
 
 
 def book_config() -> dict:
@@ -36,3 +46,11 @@ def read_notebook(path: Path) -> nbformat.NotebookNode:
 @pytest.fixture(params=chapter_notebooks(), ids=lambda path: path.stem)
 def notebook_path(request) -> Path:
     return request.param
+
+
+@pytest.fixture(autouse=True)
+def course_lib_home(tmp_path, monkeypatch) -> Path:
+    """Each test function gets its own empty progress folder (``COURSE_LIB_HOME``)."""
+    home = tmp_path / "course-lib-home"
+    monkeypatch.setenv("COURSE_LIB_HOME", str(home))
+    return home

@@ -5,6 +5,7 @@ The build goes to a temporary folder, so running the tests never touches _build/
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -109,3 +110,25 @@ def test_bibliography_holds_every_entry_of_references_bib(html):
 def test_chapter_citations_link_to_the_bibliography(html, name):
     links = [a["href"] for a in page(html, name).find_all("a", href=True)]
     assert any(link.startswith("../references.html#") for link in links)
+
+
+def test_title_page_links_the_exercises_page(html):
+    assert (html / "exercises.html").exists()
+    prose = page(html, "intro").select("article p")
+    links = [a["href"] for paragraph in prose for a in paragraph.find_all("a", href=True)]
+    assert "exercises.html" in links, "the title page text should link the exercises page"
+
+
+def test_exercises_page_documents_every_field_of_the_submission_schema(html):
+    schema_path = ROOT / "course_lib" / "exercises" / "schemas" / "submission-1.schema.json"
+    schema = json.loads(schema_path.read_text(encoding="utf-8"))
+    soup = page(html, "exercises")
+    text = soup.get_text(" ")
+    literals = {code.get_text() for code in soup.find_all("code")}
+    assert "schema_version" in literals
+    for name in schema["properties"]:
+        assert name in literals, f"the exercises page does not document {name!r}"
+        assert name in text
+    for definition in ("exercise", "result"):
+        for name in schema["$defs"][definition]["properties"]:
+            assert name in literals, f"the exercises page does not document {name!r}"

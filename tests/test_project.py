@@ -1,6 +1,9 @@
 """The project's own files pin the environment and declare the package as the course needs."""
 
+import subprocess
+import sys
 import tomllib
+import zipfile
 
 from packaging.requirements import Requirement
 from packaging.version import Version
@@ -38,7 +41,7 @@ def test_package_declares_its_runtime_ranges():
     assert project["name"] == "course-lib"
     assert project["requires-python"] == ">=3.10"
     dependencies = {Requirement(d).name: Requirement(d).specifier for d in project["dependencies"]}
-    assert set(dependencies) == {"torch", "numpy", "matplotlib", "ipywidgets"}
+    assert set(dependencies) == {"torch", "numpy", "matplotlib", "ipywidgets", "jsonschema"}
     assert dependencies["torch"].contains("2.1.0") and not dependencies["torch"].contains("2.0.1")
     assert dependencies["ipywidgets"].contains("7.7.1")
     assert dependencies["ipywidgets"].contains("8.1.5")
@@ -48,3 +51,21 @@ def test_package_declares_its_runtime_ranges():
 def test_readme_installs_from_the_repository_url_of_the_book_config():
     url = book_config()["repository"]["url"]
     assert f'pip install "course-lib @ git+{url}"' in (ROOT / "README.md").read_text()
+
+
+def test_the_built_package_holds_every_module_and_the_submission_schema(tmp_path):
+    """What `pip install git+...` (Colab) gets: subpackages and data files included."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
+         "--wheel-dir", str(tmp_path), str(ROOT)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    (wheel,) = tmp_path.glob("course_lib-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    modules = {
+        path.relative_to(ROOT).as_posix()
+        for path in (ROOT / "course_lib").rglob("*")
+        if path.suffix in (".py", ".json") and "__pycache__" not in path.parts
+    }
+    assert modules <= names, sorted(modules - names)
+    assert "course_lib/exercises/schemas/submission-1.schema.json" in names

@@ -1,0 +1,79 @@
+"""Exercises students check as they go, and the submission file they hand in.
+
+In a chapter::
+
+    from course_lib.exercises import ask, check, hint, progress, submit
+
+    def positional_encoding(max_len, d_model):
+        ...                                       # your code
+
+    check("positional-encoding", positional_encoding)   # runs the checks, shows the result
+    hint("positional-encoding")                         # one more hint each time
+    ask("pe-worked-example")                            # a question with a Check button
+    progress()                                          # every exercise and its status
+    submit("your-student-id")                           # writes submission-....json
+
+Answers, results and hints are remembered in ``$COURSE_LIB_HOME/progress.json`` (default
+``~/.course_lib``). Exercises are defined per chapter, e.g. in
+:mod:`course_lib.exercises.positional_encoding`, and registered on import.
+"""
+
+from course_lib.exercises import positional_encoding
+from course_lib.exercises._registry import (
+    Case,
+    Check,
+    ChoiceExercise,
+    CodeExercise,
+    Exercise,
+    Mistake,
+    Option,
+    Result,
+    UnknownExerciseError,
+    ValueExercise,
+    get_exercise,
+    list_exercises,
+)
+from course_lib.exercises._store import progress_file
+from course_lib.exercises._student import (
+    Hints,
+    Progress,
+    Question,
+    ask,
+    check,
+    evaluate,
+    hint,
+    progress,
+)
+from course_lib.exercises.submission import (
+    SubmissionError,
+    read_submission,
+    submit,
+)
+
+__all__ = [
+    "Case",
+    "Check",
+    "ChoiceExercise",
+    "CodeExercise",
+    "Exercise",
+    "Hints",
+    "Mistake",
+    "Option",
+    "Progress",
+    "Question",
+    "Result",
+    "SubmissionError",
+    "UnknownExerciseError",
+    "ValueExercise",
+    "ask",
+    "check",
+    "evaluate",
+    "get_exercise",
+    "hint",
+    "list_exercises",
+    "positional_encoding",
+    "progress",
+    "progress_file",
+    "read_submission",
+    "submit",
+]

@@ -1,0 +1,109 @@
+"""Compare a student's tensor with the expected one, and say precisely how they differ."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+__all__ = ["Comparison", "compare_tensors", "describe_type"]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The verdict of :func:`compare_tensors`: ``ok`` and a message for the student."""
+
+    ok: bool
+    message: str
+
+
+def describe_type(value: object) -> str:
+    """A short name for the type of ``value``: ``numpy.ndarray``, ``list``, ``NoneType``."""
+    kind = type(value)
+    module = kind.__module__
+    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+
+
+def _index(flat: int, shape: torch.Size) -> str:
+    """The multi-index ``[i, j]`` of entry ``flat`` of a tensor of ``shape``."""
+    parts = []
+    for size in reversed(shape):
+        parts.append(flat % size)
+        flat //= size
+    return "[" + ", ".join(str(p) for p in reversed(parts)) + "]"
+
+
+def _number(value: float) -> str:
+    return f"{value:+.6g}" if abs(value) >= 1e-4 or value == 0 else f"{value:+.3e}"
+
+
+def compare_tensors(
+    expected: Tensor,
+    got: object,
+    *,
+    atol: float,
+    rtol: float = 0.0,
+    expected_dtypes: tuple[torch.dtype, ...] = (torch.float32, torch.float64),
+) -> Comparison:
+    """Compare ``got`` with ``expected``: ``|got - expected| <= atol + rtol * |expected|``.
+
+    The message names the first thing that is wrong, in this order: the type (a
+    ``torch.Tensor`` is needed), the shape, the dtype, NaN or infinite entries, then the values:
+    how many entries are off, the first one (its index, expected and obtained values) and the
+    largest error. When everything agrees it gives the largest error and the tolerance.
+
+    Args:
+        expected: the reference tensor.
+        got: what the student's code returned.
+        atol, rtol: absolute and relative tolerance.
+        expected_dtypes: accepted dtypes; the first is the one named in messages.
+    """
+    if not isinstance(got, Tensor):
+        message = f"expected a torch.Tensor, got {describe_type(got)}"
+        if type(got).__module__ == "numpy":
+            message += "; convert it with torch.from_numpy(...)"
+        elif isinstance(got, (list, tuple)):
+            message += "; build it with torch.tensor(...) or torch operations"
+        elif got is None:
+            message += " (did the function forget to return its result?)"
+        return Comparison(False, message)
+    shape, got_shape = tuple(expected.shape), tuple(got.shape)
+    if got_shape != shape:
+        message = f"expected shape {shape}, got {got_shape}"
+        if len(shape) == 2 and got_shape == shape[::-1]:
+            message += " (rows and columns are swapped: is the result transposed?)"
+        return Comparison(False, message)
+    if got.dtype not in expected_dtypes:
+        names = " or ".join(str(d).removeprefix("torch.") for d in expected_dtypes)
+        dtype = str(got.dtype).removeprefix("torch.")
+        return Comparison(False, f"expected dtype {names}, got {dtype}")
+    got64 = got.detach().to(device="cpu", dtype=torch.float64)
+    want = expected.detach().to(device="cpu", dtype=torch.float64)
+    finite = torch.isfinite(got64)
+    if not bool(finite.all()):
+        bad = (~finite).reshape(-1)
+        first = int(bad.nonzero()[0])
+        return Comparison(
+            False,
+            f"{int(bad.sum())} of {bad.numel()} entries are NaN or infinite; the first is "
+            f"{_index(first, got.shape)} = {float(got64.reshape(-1)[first])}",
+        )
+    error = (got64 - want).abs()
+    wrong = (error > atol + rtol * want.abs()).reshape(-1)
+    if not bool(wrong.any()):
+        largest = float(error.max()) if error.numel() else 0.0
+        return Comparison(
+            True,
+            f"all {error.numel()} entries match (largest error {largest:.1e}, tolerance {atol:g})",
+        )
+    first = int(wrong.nonzero()[0])
+    worst = int(error.reshape(-1).argmax())
+    flat_want, flat_got = want.reshape(-1), got64.reshape(-1)
+    return Comparison(
+        False,
+        f"{int(wrong.sum())} of {wrong.numel()} entries differ by more than the tolerance "
+        f"{atol:g}; first at {_index(first, got.shape)}: expected "
+        f"{_number(float(flat_want[first]))}, got {_number(float(flat_got[first]))}; "
+        f"largest error {float(error.reshape(-1)[worst]):.4g} at {_index(worst, got.shape)}",
+    )

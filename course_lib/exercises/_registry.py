@@ -1,0 +1,516 @@
+"""Exercises, their checks and the registry that holds every exercise of the course.
+
+Three kinds of exercise:
+
+- :class:`CodeExercise` -- implement a function; it is run on fixed and seeded random inputs
+  and compared with ``course_lib``'s reference implementation within explicit tolerances;
+- :class:`ChoiceExercise` -- pick one option; each option carries its own feedback;
+- :class:`ValueExercise` -- give a number or a short vector, compared within a tolerance.
+
+``Exercise.grade(answer)`` runs the checks and returns the list of :class:`Check` outcomes;
+:func:`course_lib.exercises.check` wraps that into a :class:`Result`, shows it and records it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import inspect
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import torch
+from torch import Tensor
+
+from course_lib.exercises._compare import compare_tensors, describe_type
+from course_lib.exercises._sandbox import Call, run_calls
+
+__all__ = [
+    "Case",
+    "Check",
+    "ChoiceExercise",
+    "CodeExercise",
+    "Exercise",
+    "Mistake",
+    "Option",
+    "Result",
+    "UnknownExerciseError",
+    "ValueExercise",
+    "get_exercise",
+    "list_exercises",
+    "register",
+]
+
+EXERCISE_ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+DEFAULT_TIMEOUT = 10.0
+STATUSES = ("passed", "failed", "not attempted")
+CHECK_STATUSES = ("pass", "fail", "error", "timeout")
+
+
+# --------------------------------------------------------------------------- outcomes
+
+
+@dataclass(frozen=True)
+class Check:
+    """The outcome of one check: its name, ``pass``/``fail``/``error``/``timeout`` and why."""
+
+    name: str
+    status: str
+    message: str
+
+    def __post_init__(self) -> None:
+        if self.status not in CHECK_STATUSES:
+            raise ValueError(f"status must be one of {CHECK_STATUSES}, got {self.status!r}")
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "status": self.status, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Result:
+    """The result of checking one answer to one exercise.
+
+    Attributes:
+        exercise_id: the exercise checked.
+        status: ``"passed"`` (every check passed), ``"failed"`` or ``"not attempted"`` (the
+            answer is still the stub, or empty).
+        checks: the outcome of each check, in order.
+        points: the points the exercise is worth.
+        output: what the student's code printed while it was checked (truncated).
+        checked_utc: when, as ISO 8601 UTC (``2026-11-22T10:15:30Z``).
+    """
+
+    exercise_id: str
+    status: str
+    checks: tuple[Check, ...]
+    points: int
+    output: str = ""
+    checked_utc: str = field(default_factory=lambda: utc_now())
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    @property
+    def score(self) -> int:
+        """Points earned by this local check: all of them if every check passed, else none."""
+        return self.points if self.passed else 0
+
+    @property
+    def checks_passed(self) -> int:
+        return sum(check.passed for check in self.checks)
+
+    def summary(self) -> str:
+        if self.status == "not attempted":
+            return "not attempted yet"
+        return f"{self.status}: {self.checks_passed} of {len(self.checks)} checks passed"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "checks_passed": self.checks_passed,
+            "checks_total": len(self.checks),
+            "checked_utc": self.checked_utc,
+            "checks": [check.to_dict() for check in self.checks],
+            "output": self.output,
+        }
+
+    @classmethod
+    def from_dict(cls, exercise_id: str, points: int, data: dict[str, Any]) -> Result:
+        checks = tuple(Check(c["name"], c["status"], c["message"]) for c in data["checks"])
+        return cls(
+            exercise_id,
+            data["status"],
+            checks,
+            points,
+            data.get("output", ""),
+            data["checked_utc"],
+        )
+
+    def __str__(self) -> str:
+        lines = [f"{self.exercise_id}: {self.summary()}"]
+        marks = {"pass": "ok  ", "fail": "FAIL", "error": "ERR ", "timeout": "TIME"}
+        for check in self.checks:
+            lines.append(f"  [{marks[check.status]}] {check.name}: {check.message}")
+        if self.output:
+            lines.append("  printed by your code:")
+            lines += [f"    {line}" for line in self.output.splitlines()]
+        return "\n".join(lines)
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+# --------------------------------------------------------------------------- exercises
+
+
+@dataclass(frozen=True, kw_only=True)
+class Exercise:
+    """What every exercise has.
+
+    Attributes:
+        id: stable kebab-case identifier, e.g. ``"positional-encoding"``.
+        chapter: the chapter notebook's name (``chapters/<chapter>.ipynb``).
+        title: a short title.
+        points: what the exercise is worth when graded.
+        hints: revealed one at a time by :func:`course_lib.exercises.hint`.
+    """
+
+    kind: ClassVar[str] = ""
+    id: str
+    chapter: str
+    title: str
+    points: int
+    hints: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not EXERCISE_ID.match(self.id):
+            raise ValueError(
+                f"exercise ids are kebab-case (like 'positional-encoding'), got {self.id!r}"
+            )
+        if not isinstance(self.points, int) or self.points <= 0:
+            raise ValueError(f"{self.id}: points must be a positive integer, got {self.points!r}")
+
+    @property
+    def checks(self) -> tuple[str, ...]:
+        """The names of the checks an answer goes through, in order."""
+        raise NotImplementedError
+
+    def grade(self, answer: object, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[list[Check], str]:
+        """Run the checks on ``answer``: the outcomes, and what the answer's code printed.
+
+        An answer that is not attempted (the stub, ``None``) gives an empty list.
+        """
+        raise NotImplementedError
+
+    def answer_record(self, answer: object) -> dict[str, Any]:
+        """The answer as JSON-ready data for the progress file and the submission."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Case:
+    """One input of a code exercise: the arguments and a label shown as the check's name."""
+
+    label: str
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CodeExercise(Exercise):
+    """Implement a function; it must agree with the reference on every case.
+
+    Attributes:
+        function: the name and signature the student writes, e.g. ``"positional_encoding"``.
+        parameters: the parameter names, in order (the student's function must accept them).
+        reference: ``course_lib``'s own implementation, called with the same arguments.
+        cases: a callable that builds the inputs (fixed ones and seeded random ones).
+        atol, rtol: tolerances of the comparison with the reference.
+        dtypes: accepted dtypes of the result.
+        blocked: ``course_lib`` functions the student's code may not call.
+        timeout: default wall-clock limit in seconds for all cases together.
+    """
+
+    kind: ClassVar[str] = "code"
+    function: str
+    parameters: tuple[str, ...]
+    reference: Callable[..., Tensor]
+    cases: Callable[[], Sequence[Case]]
+    atol: float
+    rtol: float = 0.0
+    dtypes: tuple[torch.dtype, ...] = (torch.float32, torch.float64)
+    blocked: tuple[Callable, ...] = ()
+    timeout: float = DEFAULT_TIMEOUT
+
+    @property
+    def checks(self) -> tuple[str, ...]:
+        return ("signature", *(case.label for case in self.cases()))
+
+    def _signature_check(self, answer: object) -> Check:
+        if not callable(answer):
+            hint = f"pass the function itself: check({self.id!r}, {self.function})"
+            return Check(
+                "signature", "fail", f"expected a function, got {describe_type(answer)}; {hint}"
+            )
+        try:
+            inspect.signature(answer).bind(*self.parameters)
+        except TypeError:
+            wanted = ", ".join(self.parameters)
+            return Check(
+                "signature",
+                "fail",
+                f"the function must accept ({wanted}); yours takes {inspect.signature(answer)}",
+            )
+        except ValueError:  # builtins without a signature: let the calls decide
+            pass
+        return Check("signature", "pass", f"accepts ({', '.join(self.parameters)})")
+
+    def grade(self, answer: object, *, timeout: float | None = None) -> tuple[list[Check], str]:
+        timeout = self.timeout if timeout is None else timeout
+        if answer is None:
+            return [], ""
+        signature = self._signature_check(answer)
+        if not signature.passed:
+            return [signature], ""
+        cases = list(self.cases())
+        outcomes, output = run_calls(
+            answer,
+            [Call(case.args, case.kwargs) for case in cases],
+            timeout=timeout,
+            blocked=self.blocked,
+        )
+        if outcomes and all(o.status == "not implemented" for o in outcomes):
+            return [], output
+        checks = [signature]
+        for case, outcome in zip(cases, outcomes, strict=False):
+            checks.append(self._case_check(case, outcome))
+        for case in cases[len(outcomes) :]:
+            checks.append(Check(case.label, "error", "not run: an earlier case stopped the check"))
+        return checks, output
+
+    def _case_check(self, case: Case, outcome: Any) -> Check:
+        if outcome.status == "timeout":
+            return Check(
+                case.label,
+                "timeout",
+                f"{outcome.error}; the check was stopped (is there a loop that never ends?)",
+            )
+        if outcome.status != "returned":
+            return Check(case.label, "error", outcome.error)
+        expected = self.reference(*case.args, **case.kwargs)
+        verdict = compare_tensors(
+            expected, outcome.value, atol=self.atol, rtol=self.rtol, expected_dtypes=self.dtypes
+        )
+        return Check(case.label, "pass" if verdict.ok else "fail", verdict.message)
+
+    def answer_record(self, answer: object) -> dict[str, Any]:
+        """``{"function": name, "source": text}``: the name of the student's function (which
+        need not be ``self.function``) and a self-contained source defining it."""
+        from course_lib.exercises._source import SourceUnavailable, function_source
+
+        name = getattr(answer, "__name__", "")
+        if not name.isidentifier():
+            return {"function": self.function, "source": None,
+                    "note": "only functions defined with def can be submitted"}  # fmt: skip
+        try:
+            source = function_source(answer)  # type: ignore[arg-type]
+        except SourceUnavailable as error:
+            return {"function": name, "source": None, "note": str(error)}
+        record: dict[str, Any] = {"function": name, "source": source.text}
+        if source.missing:
+            record["note"] = (
+                f"{name} reads {', '.join(source.missing)}, defined elsewhere with a value "
+                "that cannot be written out: the submitted code will not run on its own. "
+                "Compute it inside the function and check again."
+            )
+        return record
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of a choice exercise, with the feedback shown when it is chosen."""
+
+    key: str
+    text: str
+    feedback: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChoiceExercise(Exercise):
+    """Pick one of ``options``; ``answer`` is the key of the right one."""
+
+    kind: ClassVar[str] = "choice"
+    question: str
+    options: tuple[Option, ...]
+    answer: str
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        keys = [option.key for option in self.options]
+        if len(set(keys)) != len(keys) or self.answer not in keys:
+            raise ValueError(f"{self.id}: option keys must be unique and include the answer")
+
+    @property
+    def checks(self) -> tuple[str, ...]:
+        return ("choice",)
+
+    def keys(self) -> list[str]:
+        return [option.key for option in self.options]
+
+    def grade(self, answer: object, *, timeout: float | None = None) -> tuple[list[Check], str]:
+        if answer is None or answer == "":
+            return [], ""
+        key = str(answer).strip().lower().strip("()")
+        chosen = {option.key: option for option in self.options}.get(key)
+        if chosen is None:
+            return [
+                Check("choice", "fail", f"choose one of {', '.join(self.keys())}; got {answer!r}")
+            ], ""
+        status = "pass" if key == self.answer else "fail"
+        return [Check("choice", status, f"({key}) {chosen.feedback}")], ""
+
+    def answer_record(self, answer: object) -> dict[str, Any]:
+        return {"choice": str(answer).strip().lower().strip("()")}
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A known wrong answer to a value exercise and the feedback that explains it."""
+
+    value: Callable[[], Tensor]
+    feedback: str
+
+
+def parse_numbers(answer: object) -> Tensor:
+    """Read ``answer`` as a flat float64 tensor: a number, a sequence, a tensor, an array, or
+    text such as ``"0.909, -0.416"``. ``ValueError`` says what could not be read."""
+    if isinstance(answer, str):
+        pieces = [p for p in re.split(r"[\s,;\[\]()]+", answer.strip()) if p]
+        if not pieces:
+            raise ValueError("the answer is empty")
+        try:
+            return torch.tensor([float(p) for p in pieces], dtype=torch.float64)
+        except ValueError:
+            bad = next(p for p in pieces if not _is_float(p))
+            raise ValueError(
+                f"{bad!r} is not a number; write numbers separated by commas, like 0.5, -0.25"
+            ) from None
+    if isinstance(answer, bool):
+        raise ValueError("expected numbers, got a bool")
+    try:
+        return torch.as_tensor(answer, dtype=torch.float64).reshape(-1)
+    except (TypeError, ValueError, RuntimeError):
+        raise ValueError(
+            f"expected a number or a list of numbers, got {describe_type(answer)}"
+        ) from None
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValueExercise(Exercise):
+    """Give a number or a short vector; every entry must be within ``atol`` of the answer.
+
+    The feedback says which entries are right without giving away the others, and recognises
+    known mistakes (``mistakes``) with a targeted explanation.
+    """
+
+    kind: ClassVar[str] = "value"
+    question: str
+    expected: Callable[[], Tensor]
+    atol: float
+    entry_names: tuple[str, ...] = ()
+    mistakes: tuple[Mistake, ...] = ()
+
+    @property
+    def checks(self) -> tuple[str, ...]:
+        return ("how many numbers", *self._names(self.expected().numel()))
+
+    def _names(self, size: int) -> list[str]:
+        return list(self.entry_names) if self.entry_names else [f"entry {j}" for j in range(size)]
+
+    def grade(self, answer: object, *, timeout: float | None = None) -> tuple[list[Check], str]:
+        if answer is None or (isinstance(answer, str) and not answer.strip()):
+            return [], ""
+        expected = self.expected().to(torch.float64).reshape(-1)
+        try:
+            got = parse_numbers(answer)
+        except ValueError as error:
+            return [Check("how many numbers", "fail", str(error))], ""
+        if got.numel() != expected.numel():
+            return [
+                Check(
+                    "how many numbers",
+                    "fail",
+                    f"expected {expected.numel()} numbers, got {got.numel()}",
+                )
+            ], ""
+        checks = [Check("how many numbers", "pass", f"{got.numel()} numbers")]
+        for name, want, have in zip(self._names(expected.numel()), expected, got, strict=True):
+            if not math.isfinite(have):
+                checks.append(Check(name, "fail", f"{float(have)} is not a finite number"))
+            elif abs(float(have - want)) <= self.atol:
+                checks.append(Check(name, "pass", f"{float(have):g} is right (±{self.atol:g})"))
+            else:
+                checks.append(
+                    Check(
+                        name,
+                        "fail",
+                        f"{float(have):g} is not right "
+                        f"(answers within ±{self.atol:g} are accepted)",
+                    )
+                )
+        for mistake in self.mistakes:
+            wrong = mistake.value().to(torch.float64).reshape(-1)
+            if not all(c.passed for c in checks) and torch.allclose(
+                got, wrong, atol=self.atol, rtol=0
+            ):
+                checks.append(Check("known mistake", "fail", mistake.feedback))
+                break
+        return checks, ""
+
+    def answer_record(self, answer: object) -> dict[str, Any]:
+        try:
+            return {"value": parse_numbers(answer).tolist()}
+        except ValueError:
+            return {"value": None, "text": str(answer)[:200]}
+
+
+# --------------------------------------------------------------------------- registry
+
+_REGISTRY: dict[str, Exercise] = {}
+
+
+class UnknownExerciseError(LookupError):
+    """No exercise has this id."""
+
+
+def register(exercise: Exercise) -> Exercise:
+    """Add ``exercise`` to the course; ids are unique."""
+    if exercise.id in _REGISTRY and _REGISTRY[exercise.id] is not exercise:
+        raise ValueError(f"an exercise with id {exercise.id!r} is already registered")
+    _REGISTRY[exercise.id] = exercise
+    return exercise
+
+
+def list_exercises(chapter: str | None = None) -> tuple[Exercise, ...]:
+    """Every exercise of the course in reading order, or those of one chapter."""
+    exercises = tuple(_REGISTRY.values())
+    if chapter is None:
+        return exercises
+    chosen = tuple(e for e in exercises if e.chapter == chapter)
+    if not chosen:
+        chapters = sorted({e.chapter for e in exercises})
+        raise UnknownExerciseError(
+            f"no exercises for chapter {chapter!r}; chapters with exercises: {', '.join(chapters)}"
+        )
+    return chosen
+
+
+def get_exercise(exercise_id: str) -> Exercise:
+    """The exercise with this id; ``UnknownExerciseError`` suggests close ids."""
+    if isinstance(exercise_id, Exercise):
+        return exercise_id
+    try:
+        return _REGISTRY[exercise_id]
+    except (KeyError, TypeError):
+        close = difflib.get_close_matches(str(exercise_id), list(_REGISTRY), n=3)
+        suggestion = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+        raise UnknownExerciseError(
+            f"there is no exercise {exercise_id!r}{suggestion} (list_exercises() shows them all)"
+        ) from None

@@ -1,0 +1,132 @@
+"""The source of a student's function, made self-contained so that a grader can run it alone.
+
+A function written in a notebook uses imports from other cells (``torch``, ``math``, ``np``),
+perhaps a constant or a helper function defined elsewhere. :func:`function_source` collects
+what the function refers to and writes it out before the function itself::
+
+    import math
+    import torch
+
+    BASE = 10000.0
+
+    def helper(...): ...
+
+    def positional_encoding(max_len, d_model): ...
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+import types
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
+
+__all__ = ["FunctionSource", "SourceUnavailable", "function_source"]
+
+_LITERALS = (int, float, complex, str, bytes, bool, type(None))
+
+
+class SourceUnavailable(Exception):
+    """The source of the function cannot be read (defined with ``exec`` or in a REPL)."""
+
+
+def _names(source: str) -> set[str]:
+    """Every name the source reads: in the body, the annotations and the default values."""
+    return {node.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Name)}
+
+
+def _global_names(code: types.CodeType) -> Iterator[str]:
+    """Names that ``code`` (and code nested in it) looks up outside itself."""
+    yield from code.co_names
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            yield from _global_names(constant)
+
+
+def _is_literal(value: object) -> bool:
+    if isinstance(value, (tuple, list, frozenset, set)):
+        return all(_is_literal(item) for item in value)
+    if isinstance(value, dict):
+        return all(_is_literal(k) and _is_literal(v) for k, v in value.items())
+    return isinstance(value, _LITERALS)
+
+
+def _source_of(obj: object) -> str:
+    try:
+        return textwrap.dedent(inspect.getsource(obj)).rstrip() + "\n"  # type: ignore[arg-type]
+    except (OSError, TypeError) as error:
+        name = getattr(obj, "__name__", repr(obj))
+        raise SourceUnavailable(
+            f"the source of {name} cannot be read ({error}); define it in a notebook cell "
+            "or a .py file"
+        ) from None
+
+
+class FunctionSource(NamedTuple):
+    """The source text, and the global names it reads but could not write out."""
+
+    text: str
+    missing: tuple[str, ...]
+
+
+def function_source(func: Callable) -> FunctionSource:
+    """Python source that defines ``func`` with everything it uses from its own module.
+
+    Modules become ``import`` lines, names imported from modules become ``from ... import``
+    lines, simple constants become assignments, and functions and classes defined next to
+    ``func`` (in the notebook) are included with their own source, recursively. Builtins
+    are left out.
+
+    Globals whose value cannot be written out (a tensor, say) are listed in ``missing``: the
+    text will not run on its own until they are defined.
+
+    Raises:
+        SourceUnavailable: when the source of ``func`` or of a helper cannot be read.
+    """
+    func = inspect.unwrap(func)
+    if not isinstance(func, types.FunctionType):
+        raise SourceUnavailable(f"expected a function defined with def, got {type(func).__name__}")
+    module = func.__module__
+    imports: dict[str, str] = {}
+    constants: dict[str, str] = {}
+    definitions: dict[str, str] = {}
+    unresolved: set[str] = set()
+    pending: list[Callable] = [func]
+    seen: set[str] = set()
+    while pending:
+        current = pending.pop()
+        if current.__name__ in seen:
+            continue
+        seen.add(current.__name__)
+        definitions[current.__name__] = _source_of(current)
+        code = getattr(current, "__code__", None)
+        read_as_global = set(_global_names(code)) if code else set()
+        for name in sorted(_names(definitions[current.__name__])):
+            if name in seen or name not in func.__globals__:
+                continue
+            value = func.__globals__[name]
+            if isinstance(value, types.ModuleType):
+                real = value.__name__
+                imports[name] = f"import {real}" if real == name else f"import {real} as {name}"
+            elif getattr(value, "__module__", None) == module and (
+                inspect.isfunction(value) or inspect.isclass(value)
+            ):
+                pending.append(value)
+            elif _is_literal(value):
+                constants[name] = f"{name} = {value!r}"
+            elif getattr(value, "__module__", None) and getattr(value, "__name__", None):
+                source_module = value.__module__
+                real = value.__name__
+                alias = "" if real == name else f" as {name}"
+                imports[name] = f"from {source_module} import {real}{alias}"
+            elif name in read_as_global:
+                unresolved.add(name)
+    parts = [
+        "\n".join(sorted(set(imports.values()))),
+        "\n".join(constants[name] for name in sorted(constants)),
+        "\n\n".join(definitions[name].rstrip() for name in reversed(list(definitions))),
+    ]
+    return FunctionSource("\n\n".join(part for part in parts if part) + "\n",
+                          tuple(sorted(unresolved)))  # fmt: skip

@@ -1,0 +1,163 @@
+"""The exercise widgets: core ipywidgets only, working in ipywidgets 7.7 (Colab) and 8."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import ipywidgets as widgets
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from course_lib.exercises import Question, ask, evaluate, get_exercise, progress
+from course_lib.exercises._display import result_html, result_panel
+
+WIDGETS_7 = Path(sys.prefix) / "ipywidgets-7.7"  # installed by `tasks.py setup`
+CORE_WIDGETS_IN_7_7 = {"VBox", "HBox", "HTML", "Button", "RadioButtons", "Text", "Layout"}
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def all_widgets(widget):
+    yield widget
+    for child in getattr(widget, "children", ()):
+        yield from all_widgets(child)
+
+
+def wrong_encoding(max_len, d_model):
+    import torch
+
+    return torch.zeros(max_len, d_model)
+
+
+def test_the_result_panel_uses_core_widgets_of_ipywidgets_7_7_only():
+    result = evaluate("positional-encoding", wrong_encoding)
+    panel = result_panel(result, get_exercise("positional-encoding"), lambda: "hint")
+    used = {type(w).__name__ for w in all_widgets(panel)}
+    assert used <= CORE_WIDGETS_IN_7_7
+
+
+def test_the_result_panel_shows_each_check_and_escapes_messages():
+    result = evaluate("positional-encoding", wrong_encoding)
+    text = result_html(result, get_exercise("positional-encoding"))
+    assert "<b>FAILED</b>: 1 of 8 checks passed, 0/4 points" in text
+    assert text.count("<tr>") == len(result.checks)
+    assert "max_len=50, d_model=16" in text
+
+
+def test_the_not_attempted_panel_tells_the_student_what_to_do():
+    result = evaluate("positional-encoding", None)
+    assert "Not attempted yet: replace <code>raise NotImplementedError</code>" in result_html(
+        result, get_exercise("positional-encoding")
+    )
+
+
+def test_the_hint_button_reveals_the_next_hint():
+    revealed = []
+    result = evaluate("positional-encoding", wrong_encoding)
+    panel = result_panel(result, get_exercise("positional-encoding"), lambda: revealed.append(1)
+                         or f"hint {len(revealed)}")  # fmt: skip
+    button = next(w for w in all_widgets(panel) if isinstance(w, widgets.Button))
+    button.click()
+    button.click()
+    assert panel.children[-1].value == "hint 2"
+
+
+def test_a_choice_question_starts_unanswered_and_records_the_checked_answer():
+    question = ask("pe-doubled-index-bug")
+    assert isinstance(question, Question) and isinstance(question.answer, widgets.RadioButtons)
+    assert question.answer.value is None and question.feedback.value == ""
+    question.answer.value = "c"
+    question.button.click()
+    assert "FAILED" in question.feedback.value and "No: the paper puts sines" in (
+        question.feedback.value
+    )
+    question.answer.value = "b"
+    question.button.click()
+    assert question.result.passed and "PASSED" in question.feedback.value
+    row = next(r for r in progress().rows if r["id"] == "pe-doubled-index-bug")
+    assert (row["status"], row["attempts"]) == ("passed", 2)
+
+
+def test_a_value_question_reads_the_numbers_typed_in():
+    question = ask("pe-worked-example")
+    assert isinstance(question.answer, widgets.Text)
+    question.answer.value = "0.909, -0.416, 0.020, 1.000"
+    question.button.click()
+    assert question.result.passed
+
+
+def test_pressing_check_with_nothing_chosen_records_nothing():
+    question = ask("pe-doubled-index-bug")
+    question.button.click()
+    assert question.result.status == "not attempted"
+    assert progress().rows[2]["attempts"] == 0
+
+
+def test_code_exercises_have_no_question_widget():
+    with pytest.raises(TypeError, match="call check\\('positional-encoding', your_function\\)"):
+        ask("positional-encoding")
+
+
+# ----------------------------------------------------------------------------- in a kernel
+
+KERNEL_CELLS = [
+    "import ipywidgets, torch\nprint(ipywidgets.__version__)",
+    "from course_lib.exercises import ask, check, hint",
+    "def zeros(max_len, d_model):\n    return torch.zeros(max_len, d_model)",
+    'check("positional-encoding", zeros)',
+    'question = ask("pe-doubled-index-bug")\nquestion',
+    'question.answer.value = "b"\nquestion.button.click()\nprint(question.result.status)',
+    'hint("positional-encoding")',
+]
+
+
+def run_in_kernel(tmp_path: Path) -> nbformat.NotebookNode:
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in KERNEL_CELLS])
+    client = NotebookClient(notebook, kernel_name="python3", timeout=120, store_widget_state=True,
+                            resources={"metadata": {"path": str(tmp_path)}})  # fmt: skip
+    client.execute()
+    return notebook
+
+
+def widget_models(notebook) -> dict:
+    return notebook.metadata["widgets"][WIDGET_STATE]["state"]
+
+
+def check_rendered(notebook, controls_version: str) -> None:
+    outputs = [o for cell in notebook.cells for o in cell.outputs]
+    errors = [o for o in outputs if o.output_type == "error"]
+    assert not errors, errors[0].evalue if errors else ""
+    views = [o.data[WIDGET_VIEW] for o in outputs if WIDGET_VIEW in o.get("data", {})]
+    assert len(views) == 3  # the check panel, the question, the hints
+    models = widget_models(notebook)
+    assert all(view["model_id"] in models for view in views)
+    names = {m["model_name"] for m in models.values()}
+    assert {"VBoxModel", "HTMLModel", "ButtonModel", "RadioButtonsModel"} <= names
+    versions = {m["model_module_version"] for m in models.values()
+                if m["model_module"] == "@jupyter-widgets/controls"}  # fmt: skip
+    assert versions == {controls_version}
+    html = json.dumps([m["state"].get("value") for m in models.values()])
+    assert "<b>FAILED</b>: 1 of 8 checks passed" in html  # the check panel
+    assert "<b>PASSED</b>: 1 of 1 checks passed" in html  # the answered question
+    assert "Hints for positional-encoding" in html
+    printed = "".join(o.get("text", "") for o in outputs)
+    assert "passed\n" in printed
+
+
+def test_the_panels_render_in_a_kernel_with_ipywidgets_8(tmp_path):
+    notebook = run_in_kernel(tmp_path)
+    assert notebook.cells[0].outputs[0].text.startswith("8.")
+    check_rendered(notebook, controls_version="2.0.0")
+
+
+def test_the_panels_render_in_a_kernel_with_ipywidgets_7_7_as_on_colab(tmp_path, monkeypatch):
+    assert (WIDGETS_7 / "ipywidgets").is_dir(), (
+        f"{WIDGETS_7} is missing: run `python3 tasks.py setup` (it installs ipywidgets 7.7 there)"
+    )
+    monkeypatch.setenv("PYTHONPATH", str(WIDGETS_7))
+    notebook = run_in_kernel(tmp_path)
+    assert notebook.cells[0].outputs[0].text == "7.7.1\n"
+    check_rendered(notebook, controls_version="1.5.0")
