@@ -8,6 +8,7 @@ built.
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import subprocess
 import sys
@@ -174,3 +175,28 @@ def test_widget_model_ids_are_the_stable_ones_tasks_execute_writes(notebook_path
     notebook = read_notebook(notebook_path)
     renamed = tasks.stable_widget_ids(read_notebook(notebook_path), salt=notebook_path.stem)
     assert renamed == notebook, "execute the notebook with `python3 tasks.py execute`"
+
+
+def test_stored_exercises_show_the_unanswered_state(notebook_path):
+    """The book shows what a student sees first: nothing checked, nothing chosen."""
+    notebook = read_notebook(notebook_path)
+    state = notebook.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    for cell in code_cells(notebook):
+        if not re.match(r'^(check|ask)\("[a-z0-9-]+"', cell.source):
+            continue
+        (view,) = [o.data[WIDGET_VIEW] for o in cell.outputs if WIDGET_VIEW in o.get("data", {})]
+        pending = [view["model_id"]]
+        seen = []
+        while pending:  # the displayed box and every widget inside it
+            model = state[pending.pop()]
+            seen.append(model)
+            pending += re.findall(r"IPY_MODEL_([0-9a-f]{32})", json.dumps(model["state"]))
+        texts = json.dumps([m["state"] for m in seen])
+        if cell.source.startswith("check("):
+            assert "Not attempted yet" in texts, cell.source
+        else:
+            answers = [m["state"] for m in seen if m["model_name"] in ("RadioButtonsModel",
+                                                                       "TextModel")]  # fmt: skip
+            assert answers and all(a.get("index") is None and not a.get("value")
+                                   for a in answers), cell.source  # fmt: skip
+        assert "PASSED" not in texts and "FAILED" not in texts
