@@ -245,7 +245,7 @@ def test_a_choice_may_be_written_with_parentheses_or_capitals():
 @pytest.mark.parametrize(
     "answer, failed, message",
     [
-        ("0.909, -0.416, 0.020, -0.416", ["PE[2, 3]"], "it is cos(0.02), not cos(2)"),
+        ("0.909, -0.416, 0.020, -0.416", ["PE[2, 3]"], "not of pair 0's"),
         ("0.035, 0.999, 0.000, 1.000", ["PE[2, 0]", "PE[2, 1]", "PE[2, 2]"], "in degrees"),
         ("0.909, -0.416, 0.0002, 1.0", ["PE[2, 2]"], "the index was doubled"),
         ("-0.416 0.909 1.000 0.020", ["PE[2, 0]", "PE[2, 1]", "PE[2, 2]", "PE[2, 3]"],
@@ -322,6 +322,34 @@ def takes_one_argument(n):
     return torch.zeros(n, n)
 
 
+def prints_then_loops(max_len, d_model):
+    print("debugging: got", max_len, d_model)
+    while True:
+        pass
+
+
+def allocates_too_much(max_len, d_model):
+    return torch.empty(8 * 2**30, dtype=torch.uint8)  # 8 GiB, never touched
+
+
+def asks_for_input(max_len, d_model):
+    return torch.zeros(max_len, int(input("d_model? ")))
+
+
+def forks(max_len, d_model):
+    os.fork()
+    return SOLUTIONS["positional-encoding"](max_len, d_model)
+
+
+def returns_a_meta_tensor(max_len, d_model):
+    return torch.zeros(max_len, d_model, device="meta")
+
+
+def prints_a_lone_surrogate(max_len, d_model):
+    print("\ud800")
+    return SOLUTIONS["positional-encoding"](max_len, d_model)
+
+
 def test_the_stub_counts_as_not_attempted_and_is_not_recorded():
     result = evaluate("positional-encoding", stub)
     assert result.status == "not attempted" and result.checks == ()
@@ -338,6 +366,48 @@ def test_a_function_that_never_returns_is_stopped_within_the_limit():
     assert result.checks[1].status == "timeout"
     assert "no result within 1 s" in result.checks[1].message
     assert all(c.status == "error" for c in result.checks[2:])
+
+
+def test_what_a_stopped_function_printed_is_still_shown():
+    result = evaluate("positional-encoding", prints_then_loops, timeout=1.0)
+    assert result.checks[1].status == "timeout"
+    assert result.output == "debugging: got 3 4\n"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the memory cap is Linux only")
+def test_allocating_more_memory_than_allowed_fails_at_once_with_a_clear_message():
+    started = time.monotonic()
+    result = evaluate("positional-encoding", allocates_too_much)
+    assert time.monotonic() - started < 5
+    assert result.checks[1].status == "error"
+    assert "the check lets your code use about" in result.checks[1].message
+
+
+def test_input_in_student_code_is_an_error_not_the_stub():
+    result = evaluate("positional-encoding", asks_for_input)
+    assert result.status == "failed"
+    assert result.checks[1].status == "error"
+
+
+def test_student_code_that_forks_is_checked_once_and_leaves_no_process_behind():
+    assert evaluate("positional-encoding", forks).passed
+
+
+def test_a_tensor_that_cannot_be_read_is_reported():
+    result = evaluate("positional-encoding", returns_a_meta_tensor)
+    assert "returned a tensor that cannot be read" in result.checks[1].message
+
+
+def test_unprintable_output_is_escaped_so_it_can_be_shown_and_saved():
+    result = evaluate("positional-encoding", prints_a_lone_surrogate)
+    assert result.output == "\\ud800\n" * 7  # once per case
+    str(result).encode("utf-8")
+
+
+@pytest.mark.parametrize("timeout", [float("inf"), float("nan"), -1, 1e10, "10", True])
+def test_an_unusable_timeout_is_refused(timeout):
+    with pytest.raises(ValueError, match="timeout must be"):
+        evaluate("positional-encoding", stub, timeout=timeout)
 
 
 def test_the_default_time_limit_is_ten_seconds():
@@ -393,11 +463,6 @@ def test_passing_the_result_instead_of_the_function_is_explained():
     result = evaluate("positional-encoding", table)
     assert "expected a function, got torch.Tensor" in result.checks[0].message
     assert "check('positional-encoding', positional_encoding)" in result.checks[0].message
-
-
-def test_a_bad_timeout_is_refused():
-    with pytest.raises(ValueError, match="timeout must be a positive number"):
-        evaluate("positional-encoding", stub, timeout=0)
 
 
 # ----------------------------------------------------------------------------- comparison

@@ -212,7 +212,8 @@ def test_submit_creates_the_folder_and_refuses_a_file_in_its_place(tmp_path):
         ("ana\nperez", "contains control characters"),
         ("ana\x00", "contains control characters"),
         ("ana perez", "contains the characters ' '"),
-        ("a" * 101, "contains a character in the wrong place"),
+        ("a" * 101, "student_id is 101 characters long"),
+        ("-ana", "contains a character in the wrong place"),
         (12345, "student_id must be text, got int"),
     ],
 )
@@ -331,3 +332,129 @@ def test_the_example_in_the_book_page_is_a_valid_submission(tmp_path):
     path = tmp_path / "example.json"
     path.write_text(example, encoding="utf-8")
     assert read_submission(path)["schema_version"] == submission_module.SCHEMA_VERSION
+
+
+# ----------------------------------------------------------------------------- odd answers
+
+
+def make_scaled(scale):
+    def scaled(max_len, d_model):
+        return scale * SOLUTIONS["positional-encoding"](max_len, d_model)
+
+    return scaled
+
+
+INF = float("inf")
+
+
+def uses_infinity(max_len, d_model):
+    return SOLUTIONS["positional-encoding"](max_len, d_model).clamp(-INF, INF)
+
+
+def with_a_lambda_in_a_dict(max_len, d_model):
+    ops = {
+        "angle": lambda p, w: p * w,
+    }
+    pair = torch.arange(d_model // 2)
+    angle = ops["angle"](torch.arange(max_len)[:, None], BASE ** (-2 * pair / d_model))
+    return _fill(angle, d_model)
+
+
+def codificación(max_len, d_model):
+    return SOLUTIONS["positional-encoding"](max_len, d_model)
+
+
+def test_a_closure_is_recorded_with_a_note_about_its_free_variables(tmp_path):
+    evaluate("positional-encoding", make_scaled(1.0))
+    (entry,) = read_submission(submit("ana", tmp_path))["exercises"]
+    assert "scaled reads SOLUTIONS, scale, defined elsewhere" in entry["answer"]["note"]
+
+
+def test_a_non_finite_constant_is_not_written_as_broken_python():
+    source, missing = function_source(uses_infinity)
+    assert "INF = inf" not in source
+    assert "INF" in missing
+
+
+def test_a_lambda_inside_the_function_does_not_stop_the_source():
+    source, missing = function_source(with_a_lambda_in_a_dict)
+    assert '"angle": lambda p, w: p * w' in source and missing == ()
+
+
+def test_parameters_named_like_notebook_globals_are_not_written_as_constants():
+    def encoding(max_len, d_model):
+        return SOLUTIONS["positional-encoding"](max_len, d_model)
+
+    globals()["d_model"] = 512  # as a chapter cell would leave it
+    try:
+        source, _ = function_source(encoding)
+    finally:
+        del globals()["d_model"]
+    assert "d_model = 512" not in source
+
+
+def test_a_function_with_a_non_ascii_name_can_be_submitted(tmp_path):
+    assert evaluate("positional-encoding", codificación).passed
+    (entry,) = read_submission(submit("ana", tmp_path))["exercises"]
+    assert entry["answer"]["function"] == "codificación"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["nan, 1, 2, 3", "1e400, 0, 0, 0", ", ".join(["1"] * 10_001)],
+)
+def test_a_value_answer_that_json_cannot_hold_as_numbers_is_kept_as_text(tmp_path, answer):
+    evaluate("pe-worked-example", answer)
+    path = submit("ana", tmp_path)
+    (entry,) = read_submission(path)["exercises"]
+    assert entry["answer"]["value"] is None
+    assert entry["answer"]["text"] == answer[:200]
+    assert "NaN" not in path.read_text() and "Infinity" not in path.read_text()
+
+
+def test_a_long_choice_is_recorded_cut_to_the_schema_limit(tmp_path):
+    evaluate("pe-doubled-index-bug", "line 4 " * 100)
+    (entry,) = read_submission(submit("ana", tmp_path))["exercises"]
+    assert len(entry["answer"]["choice"]) == 200
+
+
+def test_a_damaged_record_is_left_out_of_the_submission_with_a_message(tmp_path, capsys):
+    evaluate("pe-doubled-index-bug", "b")
+    evaluate("pe-worked-example", "1, 2, 3, 4")
+    saved = json.loads(progress_file().read_text())
+    del saved["exercises"]["pe-worked-example"]["result"]["checks"]
+    progress_file().write_text(json.dumps(saved))
+    (entry,) = read_submission(submit("ana", tmp_path))["exercises"]
+    assert entry["id"] == "pe-doubled-index-bug"
+    assert "Left out pe-worked-example: its record" in capsys.readouterr().out
+
+
+def test_a_progress_file_of_the_wrong_shape_is_moved_aside(course_lib_home):
+    course_lib_home.mkdir()
+    progress_file().write_text(json.dumps({"exercises": {"positional-encoding": 5}}))
+    with pytest.warns(RuntimeWarning, match="is not an object"):
+        rows = progress().rows
+    assert rows[0]["status"] == "not attempted"
+    assert len(list(course_lib_home.glob("progress.unreadable-*.json"))) == 1
+
+
+def test_two_unreadable_files_in_the_same_second_are_both_kept(course_lib_home):
+    course_lib_home.mkdir()
+    for text in ("first", "second"):
+        progress_file().write_text(text)
+        with pytest.warns(RuntimeWarning):
+            progress()
+    kept = sorted(p.read_text() for p in course_lib_home.glob("progress.unreadable-*"))
+    assert kept == ["first", "second"]
+
+
+def test_reading_a_file_with_nan_is_refused(tmp_path):
+    path = written(tmp_path)
+    path.write_text(path.read_text().replace('"attempts": 1', '"attempts": NaN'))
+    with pytest.raises(SubmissionError, match="NaN is not a JSON number"):
+        read_submission(path)
+
+
+def test_the_repr_of_hints_does_not_reveal_hidden_ones():
+    shown = hint("positional-encoding")
+    assert repr(shown) == "<1 of 3 hints of 'positional-encoding'>"

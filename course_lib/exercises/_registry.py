@@ -46,6 +46,9 @@ __all__ = [
 
 EXERCISE_ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 DEFAULT_TIMEOUT = 10.0
+MAX_SOURCE = 200_000  # characters of a recorded function source (the schema's limit)
+MAX_NUMBERS = 10_000  # numbers of a recorded value answer
+MAX_TEXT = 200  # characters of a recorded choice, or of a value answer kept as text
 STATUSES = ("passed", "failed", "not attempted")
 CHECK_STATUSES = ("pass", "fail", "error", "timeout")
 
@@ -298,13 +301,21 @@ class CodeExercise(Exercise):
         from course_lib.exercises._source import SourceUnavailable, function_source
 
         name = getattr(answer, "__name__", "")
-        if not name.isidentifier():
+        if not isinstance(name, str) or not name.isidentifier():
             return {"function": self.function, "source": None,
                     "note": "only functions defined with def can be submitted"}  # fmt: skip
         try:
             source = function_source(answer)  # type: ignore[arg-type]
         except SourceUnavailable as error:
             return {"function": name, "source": None, "note": str(error)}
+        except Exception as error:  # never lose the check's result over the source
+            return {"function": name, "source": None,
+                    "note": f"the source could not be collected ({type(error).__name__}: "
+                            f"{error})"}  # fmt: skip
+        if len(source.text) > MAX_SOURCE:
+            return {"function": name, "source": None,
+                    "note": f"the source is {len(source.text)} characters long, more than "
+                            f"{MAX_SOURCE} (a large constant?)"}  # fmt: skip
         record: dict[str, Any] = {"function": name, "source": source.text}
         if source.missing:
             record["note"] = (
@@ -359,7 +370,7 @@ class ChoiceExercise(Exercise):
         return [Check("choice", status, f"({key}) {chosen.feedback}")], ""
 
     def answer_record(self, answer: object) -> dict[str, Any]:
-        return {"choice": str(answer).strip().lower().strip("()")}
+        return {"choice": str(answer).strip().lower().strip("()")[:MAX_TEXT]}
 
 
 @dataclass(frozen=True)
@@ -433,13 +444,10 @@ class ValueExercise(Exercise):
         except ValueError as error:
             return [Check("how many numbers", "fail", str(error))], ""
         if got.numel() != expected.numel():
-            return [
-                Check(
-                    "how many numbers",
-                    "fail",
-                    f"expected {expected.numel()} numbers, got {got.numel()}",
-                )
-            ], ""
+            message = f"expected {expected.numel()} numbers, got {got.numel()}"
+            if isinstance(answer, str) and re.search(r"\d,\d", answer):
+                message += "; write decimals with a point (0.5, not 0,5)"
+            return [Check("how many numbers", "fail", message)], ""
         checks = [Check("how many numbers", "pass", f"{got.numel()} numbers")]
         for name, want, have in zip(self._names(expected.numel()), expected, got, strict=True):
             if not math.isfinite(have):
@@ -465,10 +473,15 @@ class ValueExercise(Exercise):
         return checks, ""
 
     def answer_record(self, answer: object) -> dict[str, Any]:
+        """The numbers, or (when they cannot be read, are not finite or are too many) the
+        answer's text."""
         try:
-            return {"value": parse_numbers(answer).tolist()}
+            numbers = parse_numbers(answer)
         except ValueError:
-            return {"value": None, "text": str(answer)[:200]}
+            numbers = None
+        if numbers is None or numbers.numel() > MAX_NUMBERS or not bool(numbers.isfinite().all()):
+            return {"value": None, "text": str(answer)[:MAX_TEXT]}
+        return {"value": numbers.tolist()}
 
 
 # --------------------------------------------------------------------------- registry

@@ -14,17 +14,21 @@ from __future__ import annotations
 
 import contextlib
 import io
+import math
 import multiprocessing
 import os
 import pickle
+import re
 import sys
+import tempfile
 import threading
 import time
 import traceback
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO
 
 import torch
 
@@ -58,26 +62,43 @@ class Outcome:
 
 
 class _CappedText(io.TextIOBase):
-    """A text stream that keeps the first ``MAX_OUTPUT`` characters and counts the rest."""
+    """A text stream that keeps the first ``MAX_OUTPUT`` characters and counts the rest.
 
-    def __init__(self) -> None:
+    With a ``sink`` (a binary file), the kept text is also written there at once, so that the
+    parent can read what a process printed even after it had to be killed.
+    """
+
+    def __init__(self, sink: BinaryIO | None = None) -> None:
         self.parts: list[str] = []
         self.kept = 0
         self.dropped = 0
+        self.sink = sink
 
     def writable(self) -> bool:
         return True
 
     def write(self, text: str) -> int:
         room = MAX_OUTPUT - self.kept
-        self.parts.append(text[:room])
+        kept = printable(text[:room])
+        self.parts.append(kept)
         self.kept += min(len(text), room)
         self.dropped += max(0, len(text) - room)
+        if self.sink is not None and kept:
+            self.sink.write(kept.encode("utf-8"))
+            self.sink.flush()
         return len(text)
 
     def text(self) -> str:
-        more = f"\n... ({self.dropped} more characters not shown)" if self.dropped else ""
-        return "".join(self.parts) + more
+        return "".join(self.parts) + _dropped_note(self.dropped)
+
+
+def _dropped_note(dropped: int) -> str:
+    return f"\n... ({dropped} more characters not shown)" if dropped else ""
+
+
+def printable(text: str) -> str:
+    """``text`` with anything that cannot be encoded as UTF-8 (lone surrogates) escaped."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _where(error: BaseException, func: Callable) -> str:
@@ -94,18 +115,25 @@ def _where(error: BaseException, func: Callable) -> str:
 def _describe_error(error: BaseException, func: Callable) -> str:
     text = str(error).strip().splitlines()
     first = text[0] if text else ""
-    return f"{type(error).__name__}{': ' + first if first else ''}{_where(error, func)}"
+    note = ""
+    if isinstance(error, MemoryError) or "allocate" in first:
+        note = f" (the check lets your code use about {memory_allowance() / 2**30:.0f} GB)"
+    described = f"{type(error).__name__}{': ' + first if first else ''}{note}"
+    return printable(described + _where(error, func))
 
 
 def _call(func: Callable, call: Call) -> Outcome:
     try:
         value = func(*call.args, **call.kwargs)
-    except NotImplementedError:
-        return Outcome("not implemented", error="the function raises NotImplementedError")
     except BaseException as error:  # SystemExit and KeyboardInterrupt too
+        if type(error) is NotImplementedError:  # the stub (not its subclasses, e.g. for input())
+            return Outcome("not implemented", error="the function raises NotImplementedError")
         return Outcome("raised", error=_describe_error(error, func))
     if isinstance(value, torch.Tensor):
-        value = value.detach().cpu().clone()
+        try:
+            value = value.detach().cpu().clone()
+        except Exception as error:  # meta tensors, exotic layouts
+            return Outcome("raised", error=f"returned a tensor that cannot be read ({error})")
     return Outcome("returned", value=value)
 
 
@@ -135,17 +163,59 @@ def _block(functions: Sequence[Callable]) -> None:
         function.__code__ = namespace["blocked"].__code__
 
 
+def memory_allowance() -> int:
+    """Bytes of memory a checked function may allocate: half the RAM, at most 4 GiB."""
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return 4 * 2**30
+    return min(4 * 2**30, physical // 2)
+
+
+def _limit_memory() -> None:
+    """Cap the child's address space at its current size plus :func:`memory_allowance`.
+
+    Linux only (elsewhere the limit is not enforced and nothing is set): an allocation past
+    the cap fails at once with an error, instead of pushing the machine into swap or getting
+    the whole runtime killed.
+    """
+    try:
+        import resource
+
+        status = Path("/proc/self/status").read_text()
+    except (ImportError, OSError):
+        return
+    found = re.search(r"^VmSize:\s+(\d+) kB", status, flags=re.MULTILINE)
+    if not found:
+        return
+    limit = int(found[1]) * 1024 + memory_allowance()
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
 def _child(
-    func: Callable, calls: Sequence[Call], blocked: Sequence[Callable], connection: Any
+    func: Callable,
+    calls: Sequence[Call],
+    blocked: Sequence[Callable],
+    connection: Any,
+    unused_end: Any,
+    sink: BinaryIO,
 ) -> None:
+    unused_end.close()  # the parent's end: without it, a stuck reader would never see EOF
+    me = os.getpid()
     torch.set_num_threads(1)  # no thread pool in the child: nothing to deadlock after fork
     _block(blocked)
-    captured = _CappedText()
+    _limit_memory()
+    captured = _CappedText(sink)
     with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
         for call in calls:
             outcome = _call(func, call)
+            if os.getpid() != me:  # the student's code forked: the copy stops here
+                os._exit(0)
             connection.send_bytes(_encode(outcome))
-    connection.send_bytes(pickle.dumps(captured.text()))
+    connection.send_bytes(pickle.dumps(captured.dropped))
     connection.close()
 
 
@@ -154,13 +224,16 @@ def _run_forked(
 ) -> tuple[list[Outcome], str]:
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(target=_child, args=(func, calls, blocked, sender), daemon=True)
+    sink = tempfile.TemporaryFile()
+    process = context.Process(
+        target=_child, args=(func, calls, blocked, sender, receiver, sink), daemon=True
+    )
     with warnings.catch_warnings():  # Python >= 3.12 warns about forking a threaded process
         warnings.simplefilter("ignore", DeprecationWarning)
         process.start()
     sender.close()
     outcomes: list[Outcome] = []
-    output = ""
+    dropped = 0
     deadline = time.monotonic() + timeout
     try:
         while len(outcomes) < len(calls):
@@ -177,13 +250,16 @@ def _run_forked(
                 break
         else:
             if receiver.poll(max(0.0, deadline - time.monotonic()) + 1.0):
-                output = pickle.loads(receiver.recv_bytes())
+                dropped = pickle.loads(receiver.recv_bytes())
     finally:
         if process.is_alive():
             process.kill()
         process.join()
         receiver.close()
-    return outcomes, output
+        with sink:
+            sink.seek(0)
+            output = sink.read().decode("utf-8", "replace")
+    return outcomes, output + _dropped_note(dropped)
 
 
 def _exit_message(code: int | None) -> str:
@@ -218,6 +294,17 @@ def _run_threaded(
     return done, captured.text()
 
 
+def check_timeout(timeout: object) -> float:
+    """``timeout`` as seconds: a number above 0 and at most an hour; else ``ValueError``."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise ValueError(f"timeout must be a number of seconds, got {timeout!r}")
+    if not (math.isfinite(timeout) and 0 < timeout <= 3600):
+        raise ValueError(
+            f"timeout must be a positive number of seconds, at most 3600, got {timeout!r}"
+        )
+    return float(timeout)
+
+
 def can_fork() -> bool:
     """True where calls run in a child process that can be stopped."""
     return hasattr(os, "fork") and "fork" in multiprocessing.get_all_start_methods()
@@ -243,8 +330,7 @@ def run_calls(
     """
     if not callable(func):
         raise TypeError(f"expected a function, got {type(func).__name__}")
-    if timeout <= 0:
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    check_timeout(timeout)
     if can_fork() and sys.platform != "win32":
         return _run_forked(func, calls, timeout, blocked)
     return _run_threaded(func, calls, timeout)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import math
 import textwrap
 import types
 from collections.abc import Callable, Iterator
@@ -32,9 +33,30 @@ class SourceUnavailable(Exception):
     """The source of the function cannot be read (defined with ``exec`` or in a REPL)."""
 
 
-def _names(source: str) -> set[str]:
-    """Every name the source reads: in the body, the annotations and the default values."""
-    return {node.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Name)}
+def _names(source: str, obj: object) -> set[str]:
+    """The global names a definition needs.
+
+    For a function: the names its code looks up globally, plus every name in its signature
+    (annotations, defaults) and decorators, which run where it is defined. Its parameters and
+    local variables are not included, even where a global of the same name exists. For a
+    class: every name in its source.
+    """
+    tree = ast.parse(source)
+    code = getattr(obj, "__code__", None)
+    if (
+        code is None
+        or not tree.body
+        or not isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef))
+    ):
+        return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    definition = tree.body[0]
+    outside = [definition.args, *definition.decorator_list]
+    if definition.returns is not None:
+        outside.append(definition.returns)
+    names = set(_global_names(code))
+    for part in outside:
+        names |= {node.id for node in ast.walk(part) if isinstance(node, ast.Name)}
+    return names
 
 
 def _global_names(code: types.CodeType) -> Iterator[str]:
@@ -46,6 +68,8 @@ def _global_names(code: types.CodeType) -> Iterator[str]:
 
 
 def _is_literal(value: object) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)  # repr(inf) is not Python
     if isinstance(value, (tuple, list, frozenset, set)):
         return all(_is_literal(item) for item in value)
     if isinstance(value, dict):
@@ -58,10 +82,7 @@ def _source_of(obj: object) -> str:
         return textwrap.dedent(inspect.getsource(obj)).rstrip() + "\n"  # type: ignore[arg-type]
     except (OSError, TypeError) as error:
         name = getattr(obj, "__name__", repr(obj))
-        raise SourceUnavailable(
-            f"the source of {name} cannot be read ({error}); define it in a notebook cell "
-            "or a .py file"
-        ) from None
+        raise SourceUnavailable(f"the source of {name} cannot be read ({error})") from None
 
 
 class FunctionSource(NamedTuple):
@@ -103,7 +124,9 @@ def function_source(func: Callable) -> FunctionSource:
         definitions[current.__name__] = _source_of(current)
         code = getattr(current, "__code__", None)
         read_as_global = set(_global_names(code)) if code else set()
-        for name in sorted(_names(definitions[current.__name__])):
+        if code is not None and code.co_freevars:  # a closure: values of an enclosing call
+            unresolved.update(code.co_freevars)
+        for name in sorted(_names(definitions[current.__name__], current)):
             if name in seen or name not in func.__globals__:
                 continue
             value = func.__globals__[name]

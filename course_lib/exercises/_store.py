@@ -58,11 +58,10 @@ def _read(path: Path) -> dict[str, Any]:
         return _empty()
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(data, dict) or not isinstance(data.get("exercises"), dict):
-            raise ValueError("not a course_lib progress file")
+        _check_structure(data)
         return data
     except (ValueError, UnicodeDecodeError) as error:
-        aside = path.with_name(f"progress.unreadable-{time.strftime('%Y%m%d-%H%M%S')}.json")
+        aside = _free_name(path.parent, f"progress.unreadable-{time.strftime('%Y%m%d-%H%M%S')}")
         path.replace(aside)
         warnings.warn(
             f"{path} could not be read ({error}); it was moved to {aside} and a new progress "
@@ -71,6 +70,30 @@ def _read(path: Path) -> dict[str, Any]:
             stacklevel=3,
         )
         return _empty()
+
+
+def _check_structure(data: object) -> None:
+    """``ValueError`` unless ``data`` has the shape this module writes."""
+    if not isinstance(data, dict) or not isinstance(data.get("exercises"), dict):
+        raise ValueError("not a course_lib progress file")
+    for exercise_id, entry in data["exercises"].items():
+        if not isinstance(entry, dict):
+            raise ValueError(f"the entry of {exercise_id!r} is not an object")
+        for key in ("attempts", "hints_shown"):
+            if not isinstance(entry.get(key, 0), int):
+                raise ValueError(f"{exercise_id}: {key} is not a whole number")
+        for key in ("answer", "result"):
+            if not isinstance(entry.get(key, {}), dict):
+                raise ValueError(f"{exercise_id}: {key} is not an object")
+
+
+def _free_name(folder: Path, stem: str) -> Path:
+    """``folder/stem.json``, or ``stem-2.json``, ... : a name no file has yet."""
+    candidate, number = folder / f"{stem}.json", 1
+    while candidate.exists():
+        number += 1
+        candidate = folder / f"{stem}-{number}.json"
+    return candidate
 
 
 def load() -> dict[str, Any]:

@@ -17,6 +17,7 @@ from course_lib.exercises._registry import (
     get_exercise,
     list_exercises,
 )
+from course_lib.exercises._sandbox import check_timeout
 
 __all__ = ["Hints", "Progress", "Question", "ask", "check", "hint", "progress"]
 
@@ -38,8 +39,8 @@ def evaluate(
 ) -> Result:
     """Run the checks of ``exercise_id`` on ``answer`` and record the result; show nothing."""
     exercise = get_exercise(exercise_id)
-    if timeout is not None and not timeout > 0:
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    if timeout is not None:
+        timeout = check_timeout(timeout)
     checks, output = exercise.grade(answer, timeout=timeout)
     if not checks:
         status = "not attempted"
@@ -125,6 +126,9 @@ class Hints:
 
     def __str__(self) -> str:
         return _display.hints_text(self.exercise, self.shown)
+
+    def __repr__(self) -> str:  # short: the hints not revealed yet stay hidden
+        return f"<{self.shown} of {len(self.exercise.hints)} hints of {self.exercise.id!r}>"
 
     def _repr_html_(self) -> str:
         return _display.hints_html(self.exercise, self.shown)
@@ -218,6 +222,8 @@ def progress(chapter: str | None = None) -> Progress:
     for exercise in list_exercises(chapter):
         entry = recorded.get(exercise.id, {})
         status = entry.get("result", {}).get("status", "not attempted")
+        if status not in _display.COLORS:
+            status = "not attempted"
         rows.append(
             {
                 "id": exercise.id,

@@ -92,8 +92,8 @@ WORKED_EXAMPLE = register(
         mistakes=(
             Mistake(
                 lambda: _angles(math.sin(2), math.cos(2), math.sin(0.02), math.cos(2)),
-                "the last entry pairs with the third: both use the angle of pair i = 1, "
-                "2 / 10000^(2/4) = 0.02, so it is cos(0.02), not cos(2)",
+                "the last entry belongs to pair i = 1, like the third: it is the cosine of that "
+                "pair's angle, not of pair 0's",
             ),
             Mistake(
                 lambda: _angles(
@@ -102,13 +102,13 @@ WORKED_EXAMPLE = register(
                     math.sin(math.radians(0.02)),
                     math.cos(math.radians(0.02)),
                 ),
-                "these are the sines and cosines of angles in degrees; the formula works in "
-                "radians (math.sin(2) is about 0.909)",
+                "these are sines and cosines of angles in degrees; the formula works in "
+                "radians, as math.sin and torch.sin do",
             ),
             Mistake(
                 lambda: _angles(math.sin(2), math.cos(2), math.sin(2e-4), math.cos(2e-4)),
-                "the second pair uses 10000^(-4/4): the index was doubled. Columns 2 and 3 "
-                "belong to pair i = 1, whose frequency is 10000^(-2/4) = 0.01",
+                "the second pair uses the frequency 10000^(-4/4): the index was doubled. "
+                "Columns 2 and 3 belong to pair i = 1, and the exponent is -2i/d_model",
             ),
             Mistake(
                 lambda: _angles(math.cos(2), math.sin(2), math.cos(0.02), math.sin(0.02)),

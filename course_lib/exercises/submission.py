@@ -90,6 +90,8 @@ def validate_student_id(student_id: object) -> str:
         raise SubmissionError(
             f"student_id {student_id!r} contains control characters {control!r}; {rules}"
         )
+    if len(student_id) > 100:
+        raise SubmissionError(f"student_id is {len(student_id)} characters long; {rules}")
     if not STUDENT_ID.match(student_id):
         bad = sorted({c for c in student_id if not re.match(r"[A-Za-z0-9._@+-]", c)})
         what = f"the characters {''.join(bad)!r}" if bad else "a character in the wrong place"
@@ -115,18 +117,24 @@ def build_submission(student_id: str, chapter: str | None = None) -> dict[str, A
         entry = recorded.get(exercise.id, {})
         if "answer" not in entry or "result" not in entry:
             continue
-        exercises.append(
-            {
-                "id": exercise.id,
-                "chapter": exercise.chapter,
-                "kind": exercise.kind,
-                "points": exercise.points,
-                "answer": entry["answer"],
-                "result": entry["result"],
-                "attempts": entry.get("attempts", 1),
-                "hints_shown": entry.get("hints_shown", 0),
-            }
-        )
+        item = {
+            "id": exercise.id,
+            "chapter": exercise.chapter,
+            "kind": exercise.kind,
+            "points": exercise.points,
+            "answer": entry["answer"],
+            "result": entry["result"],
+            "attempts": entry.get("attempts", 1),
+            "hints_shown": entry.get("hints_shown", 0),
+        }
+        problem = _first_error(item, "#/$defs/exercise")
+        if problem:
+            print(
+                f"Left out {exercise.id}: its record in {_store.progress_file()} is damaged "
+                f"({problem}); check it again to include it."
+            )
+            continue
+        exercises.append(item)
     if not exercises:
         where = f" of chapter {chapter!r}" if chapter else ""
         raise SubmissionError(
@@ -144,7 +152,22 @@ def build_submission(student_id: str, chapter: str | None = None) -> dict[str, A
         "exercises": exercises,
     }
     data["sha256"] = content_hash(data)
+    problem = _first_error(data)
+    if problem:  # a bug in course_lib, not the student's doing: say so rather than write it
+        raise SubmissionError(f"course_lib built a submission its own schema rejects: {problem}")
     return data
+
+
+def _first_error(data: object, definition: str | None = None) -> str:
+    """The first way ``data`` breaks the schema (or one of its ``$defs``), or ``""``."""
+    from jsonschema import Draft202012Validator
+
+    rules = schema() if definition is None else {"$defs": schema()["$defs"], "$ref": definition}
+    errors = sorted(Draft202012Validator(rules).iter_errors(data), key=lambda e: e.path)
+    if not errors:
+        return ""
+    where = "/".join(str(p) for p in errors[0].absolute_path) or "(top level)"
+    return f"at {where}: {errors[0].message}"
 
 
 def _write_new(folder: Path, stem: str, content: bytes) -> Path:
@@ -204,7 +227,7 @@ def submit(student_id: str, folder: str | os.PathLike = ".", *, chapter: str | N
         SubmissionError: for an empty or unsafe ``student_id``, or when nothing was checked.
     """
     data = build_submission(student_id, chapter)
-    content = (json.dumps(data, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    content = (json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n").encode()
     if len(content) > MAX_SUBMISSION_BYTES:
         raise SubmissionError(
             f"the submission would be {len(content) / 2**20:.1f} MB; at most "
@@ -225,14 +248,16 @@ def submit(student_id: str, folder: str | os.PathLike = ".", *, chapter: str | N
     return path
 
 
+def _not_json(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def read_submission(path: str | os.PathLike) -> dict[str, Any]:
     """Read a submission file and check it: size, JSON, schema, version and ``sha256``.
 
     Raises:
         SubmissionError: saying what is wrong, with the file name.
     """
-    from jsonschema import Draft202012Validator
-
     path = Path(path)
     try:
         size = path.stat().st_size
@@ -241,8 +266,8 @@ def read_submission(path: str | os.PathLike) -> dict[str, Any]:
                 f"{path}: {size / 2**20:.1f} MB is larger than a submission "
                 f"can be ({MAX_SUBMISSION_BYTES / 2**20:.0f} MB)"
             )
-        data = json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        data = json.loads(path.read_bytes().decode("utf-8"), parse_constant=_not_json)
+    except (OSError, UnicodeDecodeError, ValueError) as error:
         raise SubmissionError(f"{path}: not a readable JSON file ({error})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise SubmissionError(f"{path}: not a course_lib submission (no 'format': '{FORMAT}')")
@@ -252,12 +277,9 @@ def read_submission(path: str | os.PathLike) -> dict[str, Any]:
             f"{path}: schema_version {version!r} is not supported "
             f"(this course_lib reads version {SCHEMA_VERSION})"
         )
-    errors = sorted(Draft202012Validator(schema()).iter_errors(data), key=lambda e: e.path)
-    if errors:
-        where = "/".join(str(p) for p in errors[0].absolute_path) or "(top level)"
-        raise SubmissionError(
-            f"{path}: does not follow the submission schema at {where}: {errors[0].message}"
-        )
+    problem = _first_error(data)
+    if problem:
+        raise SubmissionError(f"{path}: does not follow the submission schema {problem}")
     if content_hash(data) != data["sha256"]:
         raise SubmissionError(
             f"{path}: the content does not match its sha256 (the file was "
