@@ -195,6 +195,18 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
+def _quiet_displays() -> None:
+    """Drop rich output (``display``, inline figures) in the child: a forked process cannot
+    send it to the notebook, and ipykernel would log every attempt."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None and getattr(shell, "display_pub", None) is not None:
+        shell.display_pub.publish = lambda *args, **kwargs: None
+
+
 def _child(
     func: Callable,
     calls: Sequence[Call],
@@ -208,6 +220,7 @@ def _child(
     torch.set_num_threads(1)  # no thread pool in the child: nothing to deadlock after fork
     _block(blocked)
     _limit_memory()
+    _quiet_displays()
     captured = _CappedText(sink)
     with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
         for call in calls:
