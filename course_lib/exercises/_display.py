@@ -108,7 +108,7 @@ def result_panel(result: Result, exercise: Exercise, next_hint: Callable[[], str
     report = widgets.HTML(value=result_html(result, exercise))
     panel = widgets.VBox([report])
     if exercise.hints:
-        button = widgets.Button(description="Show a hint", icon="lightbulb-o")
+        button = widgets.Button(description="Show a hint")  # no icon: names differ in 7 and 8
         hints = widgets.HTML()
 
         def reveal(_: object) -> None:
