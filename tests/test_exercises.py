@@ -350,6 +350,15 @@ def prints_a_lone_surrogate(max_len, d_model):
     return SOLUTIONS["positional-encoding"](max_len, d_model)
 
 
+def uses_cuda(max_len, d_model):  # what torch raises for CUDA after fork, on a GPU runtime
+    raise RuntimeError("Cannot re-initialize CUDA in forked subprocess. To use CUDA with ...")
+
+
+def test_cuda_in_the_checked_function_gets_advice_to_stay_on_the_cpu():
+    message = evaluate("positional-encoding", uses_cuda).checks[1].message
+    assert "runs your code in a forked process, on the CPU: keep tensors there" in message
+
+
 def test_the_stub_counts_as_not_attempted_and_is_not_recorded():
     result = evaluate("positional-encoding", stub)
     assert result.status == "not attempted" and result.checks == ()

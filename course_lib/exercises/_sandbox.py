@@ -118,6 +118,8 @@ def _describe_error(error: BaseException, func: Callable) -> str:
     note = ""
     if isinstance(error, MemoryError) or "allocate" in first:
         note = f" (the check lets your code use about {memory_allowance() / 2**30:.0f} GB)"
+    elif "forked subprocess" in first:  # CUDA cannot start again after fork
+        note = " (the check runs your code in a forked process, on the CPU: keep tensors there)"
     described = f"{type(error).__name__}{': ' + first if first else ''}{note}"
     return printable(described + _where(error, func))
 
