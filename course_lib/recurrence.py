@@ -1,0 +1,200 @@
+"""Why drop recurrence: an RNN must step through a sequence, self-attention sees it all at once.
+
+A recurrent network computes ``h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)``: step
+``t`` needs the result of step ``t - 1``, so a sequence of length ``L`` takes ``L`` steps one
+after the other, however many processors are available. Self-attention computes every output
+position from the whole input in a few matrix products, one sequential step for any length
+(its work grows as ``L**2``, but all of it can run in parallel).
+
+:func:`time_rnn_vs_attention` measures both on this machine; the counts of sequential steps it
+reports are exact, the times depend on the hardware and are for plotting, not for asserting.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
+
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.axes import Axes
+from torch import Tensor, nn
+
+from course_lib._checks import integer, positive_int
+from course_lib.attention import scaled_dot_product_attention
+
+__all__ = ["plot_rnn_vs_attention", "rnn_stepwise", "self_attention", "time_rnn_vs_attention"]
+
+
+def rnn_stepwise(x: Tensor, cell: nn.RNNCell, h0: Tensor | None = None) -> Tensor:
+    """Run an RNN cell over a batch of sequences, one position after the other.
+
+    The same as ``nn.RNN(batch_first=True)`` with the cell's weights, written as the explicit
+    loop it stands for.
+
+    Args:
+        x: inputs of shape ``(batch, seq, input_size)``, ``seq >= 1``.
+        cell: the recurrent cell, an ``nn.RNNCell(input_size, hidden_size)``.
+        h0: initial hidden state of shape ``(batch, hidden_size)``; zeros if omitted.
+
+    Returns:
+        The hidden state after every position, shape ``(batch, seq, hidden_size)``.
+
+    Raises:
+        TypeError: if ``cell`` is not an ``nn.RNNCell``.
+        ValueError: if ``x`` or ``h0`` has the wrong shape.
+    """
+    if not isinstance(cell, nn.RNNCell):
+        raise TypeError(f"cell must be an nn.RNNCell, got {type(cell).__name__}")
+    if not isinstance(x, Tensor) or x.dim() != 3 or x.size(-1) != cell.input_size or not x.size(1):
+        shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
+        raise ValueError(
+            f"expected inputs of shape (batch, seq >= 1, input_size={cell.input_size}), got {shape}"
+        )
+    batch, seq, _ = x.shape
+    if h0 is None:
+        h = x.new_zeros(batch, cell.hidden_size)
+    elif h0.shape != (batch, cell.hidden_size):
+        raise ValueError(
+            f"expected h0 of shape (batch={batch}, hidden_size={cell.hidden_size}), "
+            f"got {tuple(h0.shape)}"
+        )
+    else:
+        h = h0
+    states = []
+    for t in range(seq):  # step t cannot start before step t - 1 has produced h
+        h = cell(x[:, t], h)
+        states.append(h)
+    return torch.stack(states, dim=1)
+
+
+def self_attention(x: Tensor, w_q: nn.Linear, w_k: nn.Linear, w_v: nn.Linear) -> Tensor:
+    """Single-head self-attention with learned projections, all positions at once.
+
+    ``softmax(Q K^T / sqrt(d_k)) V`` with ``Q = w_q(x)``, ``K = w_k(x)``, ``V = w_v(x)``,
+    computed by :func:`course_lib.attention.scaled_dot_product_attention`.
+
+    Args:
+        x: inputs of shape ``(batch, seq, d_model)``.
+        w_q, w_k, w_v: the projections, each an ``nn.Linear(d_model, ...)``; ``w_q`` and
+            ``w_k`` must have the same output size.
+
+    Returns:
+        Tensor of shape ``(batch, seq, d_v)``, ``d_v`` the output size of ``w_v``.
+    """
+    output, _ = scaled_dot_product_attention(w_q(x), w_k(x), w_v(x))
+    return output
+
+
+def _best_time(run: Callable[[], object], repeats: int) -> float:
+    """Fastest of ``repeats`` timed calls, in seconds, after one untimed warm-up call."""
+    run()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def time_rnn_vs_attention(
+    lengths: Sequence[int],
+    d_model: int = 64,
+    batch: int = 8,
+    repeats: int = 3,
+    seed: int = 0,
+) -> list[dict[str, int | float]]:
+    """Time one RNN pass against one self-attention pass, for sequences of growing length.
+
+    For each length, the same random batch of shape ``(batch, length, d_model)`` goes through
+
+    - an ``nn.RNNCell(d_model, d_model)`` stepping through the positions (:func:`rnn_stepwise`);
+    - self-attention with three ``nn.Linear(d_model, d_model)`` projections
+      (:func:`self_attention`).
+
+    Each pass is run once untimed (warm-up) and then ``repeats`` times; the fastest run counts
+    (``time.perf_counter``, under ``torch.no_grad()``, with torch's thread settings left as
+    they are). Weights and inputs are drawn from ``seed`` without touching the global random
+    state.
+
+    Args:
+        lengths: the sequence lengths, positive integers.
+        d_model: size of every position's vector.
+        batch: sequences per batch.
+        repeats: timed runs per measurement.
+        seed: seed of the weights and the inputs.
+
+    Returns:
+        One dict per length, in the given order, with the keys ``length``, ``rnn_seconds``,
+        ``attention_seconds``, ``rnn_sequential_steps`` (``= length``: one cell call after
+        the other) and ``attention_sequential_steps`` (``= 1``: one pass over all positions).
+
+    Raises:
+        ValueError: if ``lengths`` is empty or holds a non-positive length.
+    """
+    if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Sequence) or not lengths:
+        raise ValueError(
+            f"lengths must be a non-empty sequence of positive integers, got {lengths!r}"
+        )
+    lengths = [positive_int("length", length) for length in lengths]
+    d_model = positive_int("d_model", d_model)
+    batch = positive_int("batch", batch)
+    repeats = positive_int("repeats", repeats)
+    seed = integer("seed", seed)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        cell = nn.RNNCell(d_model, d_model)
+        projections = [nn.Linear(d_model, d_model) for _ in range(3)]
+    generator = torch.Generator().manual_seed(seed)
+    inputs = torch.randn(batch, max(lengths), d_model, generator=generator)
+    rows: list[dict[str, int | float]] = []
+    with torch.no_grad():
+        for length in lengths:
+            x = inputs[:, :length].contiguous()
+            rows.append(
+                {
+                    "length": length,
+                    "rnn_seconds": _best_time(partial(rnn_stepwise, x, cell), repeats),
+                    "attention_seconds": _best_time(
+                        partial(self_attention, x, *projections), repeats
+                    ),
+                    "rnn_sequential_steps": length,
+                    "attention_sequential_steps": 1,
+                }
+            )
+    return rows
+
+
+def plot_rnn_vs_attention(
+    rows: Sequence[dict[str, int | float]], ax: Axes | None = None, *, title: str | None = None
+) -> Axes:
+    """Plot the rows of :func:`time_rnn_vs_attention`: time per pass against length, log-log.
+
+    Args:
+        rows: the measurements, each with ``length``, ``rnn_seconds`` and
+            ``attention_seconds``.
+        ax: where to draw; a new figure if omitted.
+        title: optional axes title.
+    """
+    if not rows:
+        raise ValueError("rows must hold at least one measurement, got none")
+    missing = {"length", "rnn_seconds", "attention_seconds"} - set(rows[0])
+    if missing:
+        raise ValueError(f"rows lack the keys {sorted(missing)}; use time_rnn_vs_attention")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 4))
+    lengths = [row["length"] for row in rows]
+    rnn_ms = [1000 * row["rnn_seconds"] for row in rows]
+    attention_ms = [1000 * row["attention_seconds"] for row in rows]
+    ax.plot(lengths, rnn_ms, "o-", label="RNN, one position after the other")
+    ax.plot(lengths, attention_ms, "s-", label="self-attention, all positions at once")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("sequence length $L$")
+    ax.set_ylabel("time per pass (ms)")
+    ax.legend(fontsize="small")
+    ax.grid(True, which="major", alpha=0.3)
+    if title:
+        ax.set_title(title)
+    return ax

@@ -1,0 +1,224 @@
+"""Specification of course_lib.recurrence: an RNN steps through a sequence, attention does not."""
+
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+from torch import nn
+
+from course_lib.attention import scaled_dot_product_attention
+from course_lib.recurrence import (
+    plot_rnn_vs_attention,
+    rnn_stepwise,
+    self_attention,
+    time_rnn_vs_attention,
+)
+
+ROW_KEYS = {
+    "length",
+    "rnn_seconds",
+    "attention_seconds",
+    "rnn_sequential_steps",
+    "attention_sequential_steps",
+}
+
+
+def random(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def cell_and_rnn(input_size: int, hidden_size: int, nonlinearity: str = "tanh"):
+    """An nn.RNNCell and a batch-first nn.RNN holding the same weights, in float64."""
+    torch.manual_seed(0)
+    cell = nn.RNNCell(input_size, hidden_size, nonlinearity=nonlinearity).double()
+    rnn = nn.RNN(input_size, hidden_size, nonlinearity=nonlinearity, batch_first=True).double()
+    with torch.no_grad():
+        rnn.weight_ih_l0.copy_(cell.weight_ih)
+        rnn.weight_hh_l0.copy_(cell.weight_hh)
+        rnn.bias_ih_l0.copy_(cell.bias_ih)
+        rnn.bias_hh_l0.copy_(cell.bias_hh)
+    return cell, rnn
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+# --- the RNN, step by step ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("nonlinearity", ["tanh", "relu"])
+def test_stepwise_rnn_equals_torch_rnn_with_the_same_weights(nonlinearity):
+    cell, rnn = cell_and_rnn(5, 7, nonlinearity)
+    x = random(3, 11, 5)
+    expected, _ = rnn(x)
+    torch.testing.assert_close(rnn_stepwise(x, cell), expected, rtol=0, atol=1e-6)
+
+
+def test_stepwise_rnn_with_an_initial_state_equals_torch_rnn():
+    cell, rnn = cell_and_rnn(4, 6)
+    x, h0 = random(2, 9, 4, seed=1), random(2, 6, seed=2)
+    expected, _ = rnn(x, h0[None])
+    torch.testing.assert_close(rnn_stepwise(x, cell, h0), expected, rtol=0, atol=1e-6)
+
+
+def test_stepwise_rnn_output_shape_is_batch_seq_hidden():
+    cell = nn.RNNCell(4, 9)
+    assert rnn_stepwise(torch.zeros(2, 13, 4), cell).shape == (2, 13, 9)
+
+
+def test_hand_computed_one_unit_rnn():
+    cell = nn.RNNCell(1, 1, nonlinearity="relu")
+    with torch.no_grad():
+        cell.weight_ih.fill_(1.0)
+        cell.weight_hh.fill_(2.0)
+        cell.bias_ih.zero_()
+        cell.bias_hh.zero_()
+    x = torch.tensor([[[1.0], [0.0], [3.0]]])  # h = 1, then 2 * 1 = 2, then 3 + 2 * 2 = 7
+    assert rnn_stepwise(x, cell).flatten().tolist() == [1.0, 2.0, 7.0]
+
+
+def test_a_later_input_never_changes_an_earlier_state():
+    cell = nn.RNNCell(3, 4)
+    x = torch.randn(1, 6, 3, generator=torch.Generator().manual_seed(0))
+    changed = x.clone()
+    changed[0, 4] += 1.0
+    before, after = rnn_stepwise(x, cell), rnn_stepwise(changed, cell)
+    torch.testing.assert_close(before[:, :4], after[:, :4], rtol=0, atol=0)
+    assert not torch.allclose(before[:, 4:], after[:, 4:])
+
+
+def test_an_early_input_changes_every_later_state():
+    cell = nn.RNNCell(3, 4)
+    x = torch.randn(1, 6, 3, generator=torch.Generator().manual_seed(0))
+    changed = x.clone()
+    changed[0, 0] += 1.0
+    difference = (rnn_stepwise(x, cell) - rnn_stepwise(changed, cell)).abs().sum(dim=-1)
+    assert (difference > 0).all()
+
+
+def test_stepwise_rnn_rejects_other_cells():
+    with pytest.raises(TypeError, match=r"cell must be an nn\.RNNCell, got LSTMCell"):
+        rnn_stepwise(torch.zeros(1, 2, 3), nn.LSTMCell(3, 4))
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (2, 5, 4), (1, 2, 5, 3), (2, 0, 3)])
+def test_stepwise_rnn_rejects_inputs_of_the_wrong_shape(shape):
+    message = "expected inputs of shape (batch, seq >= 1, input_size=3)"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        rnn_stepwise(torch.zeros(shape), nn.RNNCell(3, 4))
+
+
+def test_stepwise_rnn_rejects_an_initial_state_of_the_wrong_shape():
+    message = "expected h0 of shape (batch=2, hidden_size=4), got (4,)"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        rnn_stepwise(torch.zeros(2, 5, 3), nn.RNNCell(3, 4), torch.zeros(4))
+
+
+# --- self-attention, all positions at once --------------------------------------------------
+
+
+def test_self_attention_projects_then_attends():
+    torch.manual_seed(0)
+    w_q, w_k, w_v = nn.Linear(8, 8), nn.Linear(8, 8), nn.Linear(8, 5)
+    x = torch.randn(2, 6, 8, generator=torch.Generator().manual_seed(1))
+    expected, _ = scaled_dot_product_attention(w_q(x), w_k(x), w_v(x))
+    torch.testing.assert_close(self_attention(x, w_q, w_k, w_v), expected)
+    assert expected.shape == (2, 6, 5)
+
+
+def test_self_attention_output_at_every_position_sees_a_later_input():
+    torch.manual_seed(0)
+    projections = [nn.Linear(4, 4) for _ in range(3)]
+    x = torch.randn(1, 6, 4, generator=torch.Generator().manual_seed(0))
+    changed = x.clone()
+    changed[0, 5] += 1.0
+    difference = (self_attention(x, *projections) - self_attention(changed, *projections)).abs()
+    assert (difference.sum(dim=-1) > 0).all()
+
+
+# --- timing ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return time_rnn_vs_attention([4, 16, 8], d_model=16, batch=2, repeats=2)
+
+
+def test_one_row_per_length_in_the_given_order(rows):
+    assert [row["length"] for row in rows] == [4, 16, 8]
+    assert all(set(row) == ROW_KEYS for row in rows)
+
+
+def test_rnn_needs_one_sequential_step_per_position_attention_one_in_all(rows):
+    assert [row["rnn_sequential_steps"] for row in rows] == [4, 16, 8]
+    assert [row["attention_sequential_steps"] for row in rows] == [1, 1, 1]
+
+
+def test_times_are_positive_seconds(rows):
+    for row in rows:
+        assert isinstance(row["rnn_seconds"], float) and row["rnn_seconds"] > 0
+        assert isinstance(row["attention_seconds"], float) and row["attention_seconds"] > 0
+
+
+def test_timing_leaves_the_global_random_state_and_threads_alone():
+    threads = torch.get_num_threads()
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    time_rnn_vs_attention([2], d_model=4, batch=1, repeats=1)
+    torch.testing.assert_close(torch.rand(3), expected)
+    assert torch.get_num_threads() == threads
+
+
+def test_timing_leaves_gradients_off():
+    time_rnn_vs_attention([2], d_model=4, batch=1, repeats=1)
+    assert torch.is_grad_enabled()
+
+
+@pytest.mark.parametrize("lengths", [[], [4, 0], [-1]])
+def test_timing_rejects_empty_or_non_positive_lengths(lengths):
+    with pytest.raises(ValueError, match="length"):
+        time_rnn_vs_attention(lengths)
+
+
+def test_timing_rejects_zero_repeats():
+    with pytest.raises(ValueError, match="repeats must be a positive integer, got 0"):
+        time_rnn_vs_attention([4], repeats=0)
+
+
+# --- the plot -------------------------------------------------------------------------------
+
+
+def test_plot_draws_one_line_per_model_on_log_axes(rows):
+    _, ax = plt.subplots()
+    assert plot_rnn_vs_attention(rows, ax) is ax
+    assert len(ax.lines) == 2
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert list(ax.lines[0].get_xdata()) == [4, 16, 8]
+    labels = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert any("RNN" in label for label in labels)
+    assert any("attention" in label for label in labels)
+
+
+def test_plot_shows_milliseconds(rows):
+    ax = plot_rnn_vs_attention(rows)
+    assert ax.lines[0].get_ydata()[0] == pytest.approx(1000 * rows[0]["rnn_seconds"])
+    assert "ms" in ax.get_ylabel()
+
+
+def test_plot_rejects_rows_without_times():
+    with pytest.raises(ValueError, match="rows lack the keys"):
+        plot_rnn_vs_attention([{"length": 4}])
+
+
+def test_plot_rejects_no_rows():
+    with pytest.raises(ValueError, match="rows must hold at least one measurement"):
+        plot_rnn_vs_attention([])
