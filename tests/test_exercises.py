@@ -93,6 +93,27 @@ def test_checks_run_fixed_and_seeded_random_inputs_that_stay_the_same():
     assert get_exercise("positional-encoding").checks == labels
 
 
+@pytest.mark.parametrize(
+    "exercise", [e for e in list_exercises() if e.kind == "code"], ids=lambda e: e.id
+)
+def test_another_seed_keeps_the_fixed_inputs_and_draws_other_random_ones(exercise):
+    public = [case.label for case in exercise.cases(exercise.seed)]
+    other = [case.label for case in exercise.cases(exercise.seed + 1)]
+    assert public == [case.label for case in exercise.cases(exercise.seed)]
+    fixed = [label for label in public if not label.startswith("random:")]
+    assert fixed and fixed == [label for label in other if not label.startswith("random:")]
+    assert public != other
+
+
+def test_grading_with_another_seed_runs_the_inputs_of_that_seed():
+    exercise = get_exercise("positional-encoding")
+    checks, _ = exercise.grade(SOLUTIONS["positional-encoding"], seed=exercise.seed + 1)
+    assert [check.name for check in checks][1:] == [
+        case.label for case in exercise.cases(exercise.seed + 1)
+    ]
+    assert all(check.passed for check in checks)
+
+
 # ----------------------------------------------------------------------------- wrong answers
 
 

@@ -187,10 +187,14 @@ class Exercise:
         """The names of the checks an answer goes through, in order."""
         raise NotImplementedError
 
-    def grade(self, answer: object, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[list[Check], str]:
+    def grade(
+        self, answer: object, *, timeout: float | None = None, seed: int | None = None
+    ) -> tuple[list[Check], str]:
         """Run the checks on ``answer``: the outcomes, and what the answer's code printed.
 
-        An answer that is not attempted (the stub, ``None``) gives an empty list.
+        ``timeout`` limits the run of a code answer (default: the exercise's own), ``seed``
+        draws its random inputs (default: the exercise's public seed). An answer that is not
+        attempted (the stub, ``None``) gives an empty list.
         """
         raise NotImplementedError
 
@@ -216,7 +220,10 @@ class CodeExercise(Exercise):
         function: the name and signature the student writes, e.g. ``"positional_encoding"``.
         parameters: the parameter names, in order (the student's function must accept them).
         reference: ``course_lib``'s own implementation, called with the same arguments.
-        cases: a callable that builds the inputs (fixed ones and seeded random ones).
+        cases: ``cases(seed)`` builds the inputs: fixed ones, and random ones drawn from a
+            generator seeded with ``seed``. The student's check uses ``seed``; a grader
+            passes a seed of its own, so the random inputs it uses are unseen.
+        seed: the seed of the random inputs of the student's check.
         atol, rtol: tolerances of the comparison with the reference.
         dtypes: accepted dtypes of the result.
         blocked: ``course_lib`` functions the student's code may not call.
@@ -227,7 +234,8 @@ class CodeExercise(Exercise):
     function: str
     parameters: tuple[str, ...]
     reference: Callable[..., Tensor]
-    cases: Callable[[], Sequence[Case]]
+    cases: Callable[[int], Sequence[Case]]
+    seed: int
     atol: float
     rtol: float = 0.0
     dtypes: tuple[torch.dtype, ...] = (torch.float32, torch.float64)
@@ -236,7 +244,7 @@ class CodeExercise(Exercise):
 
     @property
     def checks(self) -> tuple[str, ...]:
-        return ("signature", *(case.label for case in self.cases()))
+        return ("signature", *(case.label for case in self.cases(self.seed)))
 
     def _signature_check(self, answer: object) -> Check:
         if not callable(answer):
@@ -257,14 +265,16 @@ class CodeExercise(Exercise):
             pass
         return Check("signature", "pass", f"accepts ({', '.join(self.parameters)})")
 
-    def grade(self, answer: object, *, timeout: float | None = None) -> tuple[list[Check], str]:
+    def grade(
+        self, answer: object, *, timeout: float | None = None, seed: int | None = None
+    ) -> tuple[list[Check], str]:
         timeout = self.timeout if timeout is None else timeout
         if answer is None:
             return [], ""
         signature = self._signature_check(answer)
         if not signature.passed:
             return [signature], ""
-        cases = list(self.cases())
+        cases = list(self.cases(self.seed if seed is None else seed))
         outcomes, output = run_calls(
             answer,
             [Call(case.args, case.kwargs) for case in cases],
@@ -357,7 +367,9 @@ class ChoiceExercise(Exercise):
     def keys(self) -> list[str]:
         return [option.key for option in self.options]
 
-    def grade(self, answer: object, *, timeout: float | None = None) -> tuple[list[Check], str]:
+    def grade(
+        self, answer: object, *, timeout: float | None = None, seed: int | None = None
+    ) -> tuple[list[Check], str]:
         if answer is None or answer == "":
             return [], ""
         key = str(answer).strip().lower().strip("()")
@@ -435,7 +447,9 @@ class ValueExercise(Exercise):
     def _names(self, size: int) -> list[str]:
         return list(self.entry_names) if self.entry_names else [f"entry {j}" for j in range(size)]
 
-    def grade(self, answer: object, *, timeout: float | None = None) -> tuple[list[Check], str]:
+    def grade(
+        self, answer: object, *, timeout: float | None = None, seed: int | None = None
+    ) -> tuple[list[Check], str]:
         if answer is None or (isinstance(answer, str) and not answer.strip()):
             return [], ""
         expected = self.expected().to(torch.float64).reshape(-1)
