@@ -4,7 +4,15 @@ import itertools
 
 import pytest
 
-from course_lib.data import CONTENT_CLASSES, WORD_CLASSES, synthetic_grammar_corpus
+from course_lib.data import (
+    CONTENT_CLASSES,
+    MAX_NUMBER,
+    WORD_CLASSES,
+    english_number_name,
+    number_split,
+    spanish_number_name,
+    synthetic_grammar_corpus,
+)
 
 CLASS_OF = {word: name for name, words in WORD_CLASSES.items() for word in words}
 
@@ -60,3 +68,110 @@ def test_word_classes_keep_to_their_slots():
 def test_num_sentences_must_be_positive():
     with pytest.raises(ValueError, match="num_sentences must be a positive integer, got 0"):
         synthetic_grammar_corpus(0)
+
+
+# ----------------------------------------------------------------------------- number names
+
+TRICKY_NUMBERS = {
+    0: ("zero", "cero"),
+    7: ("seven", "siete"),
+    11: ("eleven", "once"),
+    15: ("fifteen", "quince"),
+    16: ("sixteen", "dieciséis"),
+    19: ("nineteen", "diecinueve"),
+    20: ("twenty", "veinte"),
+    21: ("twenty-one", "veintiuno"),
+    22: ("twenty-two", "veintidós"),
+    23: ("twenty-three", "veintitrés"),
+    26: ("twenty-six", "veintiséis"),
+    30: ("thirty", "treinta"),
+    31: ("thirty-one", "treinta y uno"),
+    100: ("one hundred", "cien"),
+    101: ("one hundred one", "ciento uno"),
+    116: ("one hundred sixteen", "ciento dieciséis"),
+    200: ("two hundred", "doscientos"),
+    221: ("two hundred twenty-one", "doscientos veintiuno"),
+    500: ("five hundred", "quinientos"),
+    555: ("five hundred fifty-five", "quinientos cincuenta y cinco"),
+    700: ("seven hundred", "setecientos"),
+    900: ("nine hundred", "novecientos"),
+    1000: ("one thousand", "mil"),
+    1001: ("one thousand one", "mil uno"),
+    1100: ("one thousand one hundred", "mil cien"),
+    1121: ("one thousand one hundred twenty-one", "mil ciento veintiuno"),
+    2000: ("two thousand", "dos mil"),
+    2501: ("two thousand five hundred one", "dos mil quinientos uno"),
+    7008: ("seven thousand eight", "siete mil ocho"),
+    9999: ("nine thousand nine hundred ninety-nine", "nueve mil novecientos noventa y nueve"),
+}
+
+
+@pytest.mark.parametrize("number", TRICKY_NUMBERS)
+def test_english_names_of_tricky_numbers(number):
+    assert english_number_name(number) == TRICKY_NUMBERS[number][0]
+
+
+@pytest.mark.parametrize("number", TRICKY_NUMBERS)
+def test_spanish_names_of_tricky_numbers(number):
+    assert spanish_number_name(number) == TRICKY_NUMBERS[number][1]
+
+
+def test_every_number_has_its_own_name_in_both_languages():
+    for name in (english_number_name, spanish_number_name):
+        names = {name(n) for n in range(MAX_NUMBER + 1)}
+        assert len(names) == MAX_NUMBER + 1
+
+
+def test_names_are_lower_case_words_separated_by_single_spaces():
+    for n in range(MAX_NUMBER + 1):
+        for name in (english_number_name(n), spanish_number_name(n)):
+            assert name == name.strip() and "  " not in name and name == name.lower()
+
+
+def test_spanish_never_says_un_mil_or_ciento_alone():
+    names = [spanish_number_name(n) for n in range(MAX_NUMBER + 1)]
+    assert not any(name.startswith("un mil") or "uno mil" in name for name in names)
+    assert not any(name.endswith("ciento") for name in names)
+    assert sum(name.endswith("cien") for name in names) == 10  # 100, 1100, ..., 9100
+
+
+@pytest.mark.parametrize("name", [english_number_name, spanish_number_name])
+@pytest.mark.parametrize(
+    ("value", "error", "message"),
+    [
+        (-1, ValueError, "between 0 and 9999, got -1"),
+        (10_000, ValueError, "between 0 and 9999, got 10000"),
+        (2.0, TypeError, "must be an integer"),
+        (True, TypeError, "must be an integer"),
+    ],
+)
+def test_numbers_outside_the_range_are_refused(name, value, error, message):
+    with pytest.raises(error, match=message):
+        name(value)
+
+
+def test_the_split_is_disjoint_and_covers_every_number():
+    split = number_split(test_fraction=0.1, validation_fraction=0.05, seed=0)
+    train, validation, test = (set(part) for part in split)
+    assert not train & validation and not train & test and not validation & test
+    assert train | validation | test == set(range(MAX_NUMBER + 1))
+    assert (len(test), len(validation)) == (1000, 500)
+    assert all(list(part) == sorted(part) for part in split)
+
+
+def test_the_split_depends_on_the_seed_only():
+    assert number_split(seed=3) == number_split(seed=3)
+    assert number_split(seed=3).test != number_split(seed=4).test
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"test_fraction": 1.0}, r"test_fraction must be in \[0, 1\)"),
+        ({"validation_fraction": -0.1}, r"validation_fraction must be in \[0, 1\)"),
+        ({"test_fraction": 0.6, "validation_fraction": 0.5}, "must leave numbers to train on"),
+    ],
+)
+def test_a_split_that_leaves_nothing_to_train_on_is_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        number_split(**kwargs)
