@@ -111,7 +111,9 @@ def offset_matrix(offset, d_model):
 
 MISBEHAVING = {
     "loops forever": "\n    while True:\n        pass\n",
-    "allocates without bound": "\n    hoard = []\n    while True:\n        hoard.append(bytearray(2**26))\n",
+    "allocates without bound": (
+        "\n    hoard = []\n    while True:\n        hoard.append(bytearray(2**26))\n"
+    ),
     "forks without end": "\n    import os\n    while True:\n        os.fork()\n",
     "prints megabytes": "\n    print('x' * 10**7)\n",
     "calls sys.exit": "\n    import sys\n    sys.exit(3)\n",

@@ -29,6 +29,7 @@ import builtins
 import contextlib
 import ctypes
 import fcntl
+import importlib.abc
 import inspect
 import io
 import json
@@ -322,7 +323,19 @@ def _child(task: dict[str, Any], result_fd: int, output_fd: int, workdir: str) -
         os._exit(0)
 
 
+class _NoCourseLib(importlib.abc.MetaPathFinder):
+    """Refuses to import ``course_lib``: graded code computes its answers itself. (Inside the
+    sandbox course_lib is not there at all; this also holds without a sandbox.)"""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "course_lib" or name.startswith("course_lib."):
+            raise ModuleNotFoundError(
+                f"No module named {name!r} (grading does not allow course_lib)", name=name
+            )
+
+
 def _run_task(task, fd: int, captured: _CappedText, limits: dict[str, Any], me: int) -> None:
+    sys.meta_path.insert(0, _NoCourseLib())
     source = task["source"]
     linecache.cache[SOURCE_NAME] = (len(source), None, source.splitlines(True), SOURCE_NAME)
     namespace: dict[str, Any] = {"__name__": "__submission__", "__builtins__": builtins}
@@ -555,7 +568,7 @@ def _drop_privileges(uid: int) -> None:
 
 def main(argv: list[str]) -> int:
     config = json.loads(argv[1])
-    sys.path[:0] = config["sys_path"]
+    sys.path[:0] = [path for path in config["sys_path"] if path not in sys.path]
     channel_in = sys.stdin.buffer.fileno()
     channel_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     # Nothing the worker or its children print may reach the channel to the grader.

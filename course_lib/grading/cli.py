@@ -251,7 +251,15 @@ def _report(book: Gradebook, out: str, summary: Summary, seed: int, sandbox: str
     print(f"Wrote {paths[0]} and {paths[1]}; the gradebook is {book.path}.")
 
 
+NO_SANDBOX = (
+    "course-grade: warning: --sandbox none: students' code runs without bubblewrap and can "
+    "read what your account can read; use it for code you trust"
+)
+
+
 def run_grade(options: argparse.Namespace) -> int:
+    if options.sandbox == "none":
+        print(NO_SANDBOX, file=sys.stderr)
     _, missing = find_submission_files(options.submissions)
     if missing:
         raise UsageError("; ".join(missing))
@@ -273,6 +281,8 @@ def run_grade(options: argparse.Namespace) -> int:
 
 
 def run_regrade(options: argparse.Namespace) -> int:
+    if options.sandbox == "none":
+        print(NO_SANDBOX, file=sys.stderr)
     with open_gradebook(options.out) as book:
         seed = choose_seed(book, options.seed, new_allowed=True)
         counted = {row["student_id"]: row["sha256"] for row in book.counted()}

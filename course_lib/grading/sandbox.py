@@ -233,10 +233,18 @@ class Sandbox:
         args += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
         args += ["--perms", "1777", "--size", str(self.limits.tmp_mb * 2**20), "--tmpfs", "/tmp"]
         roots = python_roots()
+        made: set[str] = set()
         for root in roots:
+            # Folders bwrap makes on the way to a mount are closed to other users (0700):
+            # make them readable, for the worker that drops to a user of its own.
+            for parent in reversed(Path(root).parents[:-1]):
+                if str(parent) not in made:
+                    made.add(str(parent))
+                    args += ["--perms", "0755", "--dir", str(parent)]
             args += ["--ro-bind", root, root]
         for hidden in hidden_packages(roots):
             args += ["--tmpfs", hidden, "--remount-ro", hidden]
+        args += ["--perms", "0755", "--dir", str(Path(WORKER_IN_SANDBOX).parent)]
         args += ["--ro-bind", str(WORKER_FILE), WORKER_IN_SANDBOX]
         args += ["--chdir", "/tmp", "--clearenv"]
         for key, value in _minimal_environment("/tmp").items():
