@@ -139,7 +139,7 @@ def test_instructors_page_follows_the_exercises_page_and_documents_every_option(
 
     files = toc_files()
     assert files.index("instructors") == files.index("exercises") + 1
-    literals = [code.get_text() for code in page(html, "instructors").find_all("code")]
+    literals = [c.get_text() for c in page(html, "instructors").find_all(["code", "pre"])]
     for command, parser in build_parsers().items():
         for action in parser._actions:
             for option in action.option_strings:

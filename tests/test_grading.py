@@ -32,6 +32,7 @@ from course_lib.exercises._source import function_source
 from course_lib.exercises.submission import content_hash
 from course_lib.grading import cli
 from course_lib.grading._progress import ProgressBar
+from course_lib.grading.gradebook import Gradebook
 from course_lib.grading.inputs import read_submission_file
 from course_lib.grading.sandbox import WORKER_IN_SANDBOX, Sandbox, SandboxUnavailable
 from solutions import SOLUTIONS
@@ -637,6 +638,50 @@ def test_regrade_with_a_new_seed_runs_every_code_answer_again(tmp_path):
     assert sqlite3.connect(out / "gradebook.sqlite").execute(
         "SELECT value FROM meta WHERE key = 'seed'"
     ).fetchone() == ("31337",)
+
+
+def test_a_submission_has_a_time_limit_for_all_its_code_together(tmp_path):
+    (tmp_path / "in").mkdir()
+    loop = "while True:\n    pass"
+    rotation = code(
+        MODEL_ROTATION.replace("    m = torch", "    while True:\n        pass\n    m = torch", 1),
+        "offset_matrix",
+        "pe-offset-rotation",
+    )
+    write(tmp_path / "in", "ana", document("ana", [encoding_doing(loop), rotation]))
+    out = tmp_path / "out"
+    grade(tmp_path / "in", "--out", out, "--seed", SEED, "--timeout", 2,
+          "--submission-timeout", 3, "--quiet")  # fmt: skip
+    first, second = (
+        results(out)[("ana", e)] for e in ("positional-encoding", "pe-offset-rotation")
+    )
+    assert first["status"] == "timeout" and "stopped after 2 s" in first["message"]
+    assert second["status"] == "timeout"
+    assert "the submission's code reached its time limit of 3 s" in second["message"]
+    assert second["seconds"] < 1.9
+
+
+def test_an_interrupted_run_keeps_what_it_graded_and_the_next_run_grades_the_rest(
+    tmp_path, monkeypatch
+):
+    (tmp_path / "in").mkdir()
+    small_batch(tmp_path / "in")
+    out = tmp_path / "out"
+    save = Gradebook.save_grades
+
+    def save_once_then_interrupt(book, *args, **kwargs):
+        if book.graded_submissions():
+            raise KeyboardInterrupt
+        save(book, *args, **kwargs)
+
+    monkeypatch.setattr(Gradebook, "save_grades", save_once_then_interrupt)
+    status, printed = grade(tmp_path / "in", "--out", out, "--seed", SEED, "--quiet")
+    assert status == 130 and "the submissions graded so far are kept" in printed
+    monkeypatch.undo()
+    assert len(results(out)) == 1
+    status, printed = grade(tmp_path / "in", "--out", out, "--quiet")
+    assert status == 0 and "Graded 1 submission " in printed
+    assert len(results(out)) == 2
 
 
 def test_a_missing_path_stops_before_anything_is_graded(tmp_path):

@@ -217,7 +217,10 @@ def _where(error: BaseException) -> str:
 
 def describe_error(error: BaseException, limits: dict[str, Any]) -> str:
     """``"ValueError: ... (line 4 of f: ...)"`` with advice for limits the code ran into."""
-    lines = str(error).strip().splitlines()
+    try:
+        lines = str(error).strip().splitlines()
+    except BaseException:  # an exception whose text cannot be made
+        lines = []
     first = lines[0][:500] if lines else ""
     note = ""
     if isinstance(error, MemoryError) or "allocate" in first:
@@ -522,7 +525,7 @@ def run_task(task: dict[str, Any], deadline: float, config: dict[str, Any]) -> d
         outcome["exit"] = _exit_description(wait_status, problem)
     _remove_tree(scratch)
     if config["private_tmp"]:
-        _clear_folder(config["tmp"])
+        _clear_folder(config["tmp"], keep=config["tmp_entries"])
     return outcome
 
 
@@ -539,13 +542,15 @@ def _exit_description(wait_status: int, problem: str) -> str:
     return f"exit code {os.WEXITSTATUS(wait_status)}"
 
 
-def _clear_folder(folder: str) -> None:
-    """Remove everything in ``folder``."""
+def _clear_folder(folder: str, keep: frozenset[str] = frozenset()) -> None:
+    """Remove everything in ``folder`` but the entries named in ``keep``."""
     try:
         entries = os.listdir(folder)
     except OSError:
         return
     for entry in entries:
+        if entry in keep:
+            continue
         path = os.path.join(folder, entry)
         if os.path.isdir(path) and not os.path.islink(path):
             _remove_tree(path)
@@ -583,6 +588,9 @@ def main(argv: list[str]) -> int:
         _drop_privileges(config["uid"])
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # children cannot read this process's memory
+    # What the sandbox put in its /tmp (the way to a mounted folder, when the Python
+    # installation lies under /tmp) stays; whatever a child adds is removed after it.
+    config["tmp_entries"] = frozenset(os.listdir(config["tmp"]) if config["private_tmp"] else ())
     write_message(
         channel_out,
         {
