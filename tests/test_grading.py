@@ -702,6 +702,19 @@ def test_without_bubblewrap_the_grader_says_how_to_install_it(tmp_path, monkeypa
     assert not results(tmp_path / "out")  # nothing was graded half-way
 
 
+def test_a_worker_that_cannot_start_stops_the_run_without_recording_errors(tmp_path, monkeypatch):
+    def broken(self, index, folder):
+        return [sys.executable, "-c", "import sys; print('no torch here', file=sys.stderr)"], {}
+
+    monkeypatch.setattr(Sandbox, "worker_command", broken)
+    (tmp_path / "in").mkdir()
+    write(tmp_path / "in", "ana", document("ana", everything_right()))
+    status, printed = grade(tmp_path / "in", "--out", tmp_path / "out", "--seed", SEED)
+    assert status == 2 and "a grading worker did not start" in printed
+    assert "no torch here" in printed and "run the command again" in printed
+    assert not results(tmp_path / "out")
+
+
 def test_without_a_sandbox_code_still_runs_under_the_same_limits(tmp_path):
     (tmp_path / "in").mkdir()
     write(tmp_path / "in", "ana", document("ana", everything_right()))

@@ -381,6 +381,9 @@ class Worker:
         When the worker dies or stops answering during a task, that task's outcome says so
         (``"worker lost"``), the worker is restarted and the remaining tasks run on the new
         one. A task the worker itself failed on (``"worker error"``) is tried once more.
+
+        Raises:
+            WorkerFailure: the worker could not be started.
         """
         outcomes: list[dict[str, Any] | None] = [None] * len(job.tasks)
         retried: set[int] = set()
@@ -394,18 +397,12 @@ class Worker:
                 for i in pending:
                     outcomes[i] = {"status": "skipped", "messages": [], "output": ""}
                 break
-            try:
-                if not self.running:
+            if not self.running:
+                try:
                     self.start()
-            except (WorkerFailure, OSError) as error:
-                for i in pending:
-                    outcomes[i] = {
-                        "status": "worker error",
-                        "messages": [],
-                        "output": "",
-                        "exit": str(error),
-                    }
-                break
+                except OSError as error:
+                    message = f"a grading worker could not be started ({error})"
+                    raise WorkerFailure(message) from None
             got, failure = self._exchange([job.tasks[i] for i in pending], remaining)
             for local, outcome in got.items():
                 index = pending[local]
@@ -437,7 +434,11 @@ class WorkerPool:
         self.workers = [Worker(sandbox, index) for index in range(size)]
 
     def run(self, jobs: list[Job], done: Callable[[Job, list[dict[str, Any]]], None]) -> None:
-        """Run every job; call ``done(job, outcomes)`` in this thread as each one finishes."""
+        """Run every job; call ``done(job, outcomes)`` in this thread as each one finishes.
+
+        Raises:
+            SandboxUnavailable: a worker could not start (the jobs not done yet stay undone).
+        """
         if not jobs:
             return
         todo: queue.Queue = queue.Queue()
@@ -453,6 +454,9 @@ class WorkerPool:
                     return
                 try:
                     outcomes = worker.run(job)
+                except WorkerFailure as error:  # no worker: nothing more can be graded
+                    finished.put((None, error))
+                    return
                 except Exception as error:  # never lose a job: report it as the grader's fault
                     outcomes = [
                         {
@@ -472,6 +476,11 @@ class WorkerPool:
             thread.start()
         for _ in jobs:
             job, outcomes = finished.get()
+            if job is None:
+                raise SandboxUnavailable(
+                    f"{outcomes}. The submissions graded so far are kept; once the problem is "
+                    "fixed, run the command again to grade the rest."
+                )
             done(job, outcomes)
         for thread in threads:
             thread.join()
