@@ -132,3 +132,16 @@ def test_exercises_page_documents_every_field_of_the_submission_schema(html):
     for definition in ("exercise", "result"):
         for name in schema["$defs"][definition]["properties"]:
             assert name in literals, f"the exercises page does not document {name!r}"
+
+
+def test_instructors_page_follows_the_exercises_page_and_documents_every_option(html):
+    from course_lib.grading.cli import build_parsers
+
+    files = toc_files()
+    assert files.index("instructors") == files.index("exercises") + 1
+    literals = [c.get_text() for c in page(html, "instructors").find_all(["code", "pre"])]
+    for command, parser in build_parsers().items():
+        for action in parser._actions:
+            for option in action.option_strings:
+                if option not in ("-h", "--help"):
+                    assert any(option in text for text in literals), (command, option)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-__all__ = ["Comparison", "compare_tensors", "describe_type"]
+__all__ = ["Comparison", "compare_tensors", "describe_type", "not_a_tensor"]
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,19 @@ def describe_type(value: object) -> str:
     kind = type(value)
     module = kind.__module__
     return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+
+
+def not_a_tensor(module: str, name: str) -> str:
+    """The message for a result of type ``module.name`` where a tensor was expected."""
+    shown = name if module == "builtins" else f"{module}.{name}"
+    message = f"expected a torch.Tensor, got {shown}"
+    if module == "numpy" or module.startswith("numpy."):
+        message += "; convert it with torch.from_numpy(...)"
+    elif module == "builtins" and name in ("list", "tuple"):
+        message += "; build it with torch.tensor(...) or torch operations"
+    elif module == "builtins" and name == "NoneType":
+        message += " (did the function forget to return its result?)"
+    return message
 
 
 def _index(flat: int, shape: torch.Size) -> str:
@@ -60,14 +73,7 @@ def compare_tensors(
         expected_dtypes: accepted dtypes; the first is the one named in messages.
     """
     if not isinstance(got, Tensor):
-        message = f"expected a torch.Tensor, got {describe_type(got)}"
-        if type(got).__module__ == "numpy":
-            message += "; convert it with torch.from_numpy(...)"
-        elif isinstance(got, (list, tuple)):
-            message += "; build it with torch.tensor(...) or torch operations"
-        elif got is None:
-            message += " (did the function forget to return its result?)"
-        return Comparison(False, message)
+        return Comparison(False, not_a_tensor(type(got).__module__, type(got).__qualname__))
     shape, got_shape = tuple(expected.shape), tuple(got.shape)
     if got_shape != shape:
         message = f"expected shape {shape}, got {got_shape}"

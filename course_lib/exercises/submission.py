@@ -34,6 +34,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "SubmissionError",
     "content_hash",
+    "parse_submission",
     "read_submission",
     "schema",
     "submit",
@@ -266,23 +267,37 @@ def read_submission(path: str | os.PathLike) -> dict[str, Any]:
                 f"{path}: {size / 2**20:.1f} MB is larger than a submission "
                 f"can be ({MAX_SUBMISSION_BYTES / 2**20:.0f} MB)"
             )
-        data = json.loads(path.read_bytes().decode("utf-8"), parse_constant=_not_json)
-    except (OSError, UnicodeDecodeError, ValueError) as error:
+        content = path.read_bytes()
+    except OSError as error:
         raise SubmissionError(f"{path}: not a readable JSON file ({error})") from None
+    return parse_submission(content, str(path))
+
+
+def parse_submission(content: bytes, name: str = "submission") -> dict[str, Any]:
+    """Check the bytes of a submission file (JSON, format, version, schema, ``sha256``) and
+    return the document; ``name`` starts the messages.
+
+    Raises:
+        SubmissionError: saying what is wrong.
+    """
+    try:
+        data = json.loads(content.decode("utf-8"), parse_constant=_not_json)
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise SubmissionError(f"{name}: not a readable JSON file ({error})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise SubmissionError(f"{path}: not a course_lib submission (no 'format': '{FORMAT}')")
+        raise SubmissionError(f"{name}: not a course_lib submission (no 'format': '{FORMAT}')")
     version = data.get("schema_version")
     if version != SCHEMA_VERSION:
         raise SubmissionError(
-            f"{path}: schema_version {version!r} is not supported "
+            f"{name}: schema_version {version!r} is not supported "
             f"(this course_lib reads version {SCHEMA_VERSION})"
         )
     problem = _first_error(data)
     if problem:
-        raise SubmissionError(f"{path}: does not follow the submission schema {problem}")
+        raise SubmissionError(f"{name}: does not follow the submission schema {problem}")
     if content_hash(data) != data["sha256"]:
         raise SubmissionError(
-            f"{path}: the content does not match its sha256 (the file was "
+            f"{name}: the content does not match its sha256 (the file was "
             "changed or damaged after it was written)"
         )
     return data

@@ -1,0 +1,44 @@
+"""Grading submitted solutions: the instructor's side of :mod:`course_lib.exercises`.
+
+``course-grade SUBMISSIONS... --out DIR`` (or ``python -m course_lib.grading``) reads
+submission files, runs every code answer again in a sandbox on inputs drawn from the
+instructor's grading seed, and writes ``DIR/grades.csv``, ``DIR/results.csv`` and the SQLite
+gradebook ``DIR/gradebook.sqlite``. The book's page "Grading (for instructors)" explains it.
+
+Modules, one concept each:
+
+- :mod:`~course_lib.grading.inputs`: finding and reading submission files;
+- :mod:`~course_lib.grading.grader`: grading one submission, statuses and points;
+- :mod:`~course_lib.grading.sandbox`: the workers that run students' code, in bubblewrap;
+  ``_worker.py`` is what runs inside;
+- :mod:`~course_lib.grading.gradebook`: the SQLite gradebook;
+- :mod:`~course_lib.grading.batch`: grading everything that is not graded yet;
+- :mod:`~course_lib.grading.report`: the CSV files;
+- :mod:`~course_lib.grading.cli`: the command.
+"""
+
+from course_lib.grading.batch import Summary, add_files, grade_pending
+from course_lib.grading.gradebook import Gradebook, GradebookError
+from course_lib.grading.grader import STATUSES, Grade, Grader, Settings
+from course_lib.grading.inputs import SubmissionFile, find_submission_files, read_submission_file
+from course_lib.grading.report import write_reports
+from course_lib.grading.sandbox import Limits, Sandbox, SandboxUnavailable
+
+__all__ = [
+    "STATUSES",
+    "Grade",
+    "Gradebook",
+    "GradebookError",
+    "Grader",
+    "Limits",
+    "Sandbox",
+    "SandboxUnavailable",
+    "Settings",
+    "SubmissionFile",
+    "Summary",
+    "add_files",
+    "find_submission_files",
+    "grade_pending",
+    "read_submission_file",
+    "write_reports",
+]

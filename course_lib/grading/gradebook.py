@@ -1,0 +1,378 @@
+"""The gradebook: one SQLite file (``gradebook.sqlite``) holding everything grading decided.
+
+Tables (see the instructors' guide for queries):
+
+- ``meta``: the gradebook's format version and the grading seed.
+- ``exercises``: the course's exercises when last graded (id, chapter, kind, title, points,
+  position in the course).
+- ``students``: every student id seen, in a valid file or named by an invalid one.
+- ``submissions``: every file read, keyed by the SHA-256 of its bytes: its student, when it
+  was written (``created_utc``), ``valid`` or ``invalid`` with a message, and for valid
+  files the whole document (so regrading needs no files). ``submission_files`` lists where
+  each was read.
+- ``gradings``: which submissions are graded, with which seed, when.
+- ``results``: one row per exercise of a graded submission: status (``ok``, ``fail``,
+  ``timeout``, ``error``, ``invalid``), points, message, the checks, printed output.
+- ``overrides``: points an instructor set by hand for a student and an exercise, with the
+  reason; ``override_log`` keeps every change.
+
+Views:
+
+- ``counted_submissions``: the submission that counts for each student: the newest valid one
+  by ``created_utc``, ties broken by the larger SHA-256.
+- ``final_grades``: a row per student and exercise: the graded points, the override and the
+  points that count (the override when there is one).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import course_lib
+from course_lib.exercises._registry import Exercise
+from course_lib.grading.grader import Grade
+from course_lib.grading.inputs import SubmissionFile
+
+__all__ = ["FORMAT_VERSION", "Gradebook", "GradebookError"]
+
+FORMAT_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS exercises (
+    id TEXT PRIMARY KEY,
+    chapter TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    title TEXT NOT NULL,
+    points INTEGER NOT NULL,
+    position INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS students (
+    student_id TEXT PRIMARY KEY,
+    first_seen_utc TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS submissions (
+    sha256 TEXT PRIMARY KEY,
+    student_id TEXT REFERENCES students (student_id),
+    created_utc TEXT,
+    status TEXT NOT NULL CHECK (status IN ('valid', 'invalid')),
+    message TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    content TEXT,
+    added_utc TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS submission_files (
+    sha256 TEXT NOT NULL REFERENCES submissions (sha256),
+    path TEXT NOT NULL,
+    seen_utc TEXT NOT NULL,
+    PRIMARY KEY (sha256, path)
+);
+CREATE TABLE IF NOT EXISTS gradings (
+    sha256 TEXT PRIMARY KEY REFERENCES submissions (sha256),
+    seed INTEGER NOT NULL,
+    graded_utc TEXT NOT NULL,
+    course_lib_version TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS results (
+    sha256 TEXT NOT NULL REFERENCES submissions (sha256),
+    exercise_id TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('ok', 'fail', 'timeout', 'error', 'invalid')),
+    points INTEGER NOT NULL,
+    max_points INTEGER NOT NULL,
+    message TEXT NOT NULL,
+    checks TEXT NOT NULL,
+    output TEXT NOT NULL,
+    seconds REAL NOT NULL,
+    PRIMARY KEY (sha256, exercise_id)
+);
+CREATE TABLE IF NOT EXISTS overrides (
+    student_id TEXT NOT NULL,
+    exercise_id TEXT NOT NULL,
+    points INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    set_utc TEXT NOT NULL,
+    PRIMARY KEY (student_id, exercise_id)
+);
+CREATE TABLE IF NOT EXISTS override_log (
+    id INTEGER PRIMARY KEY,
+    student_id TEXT NOT NULL,
+    exercise_id TEXT NOT NULL,
+    points INTEGER,
+    reason TEXT NOT NULL,
+    set_utc TEXT NOT NULL
+);
+CREATE VIEW IF NOT EXISTS counted_submissions AS
+SELECT student_id, sha256, created_utc FROM (
+    SELECT student_id, sha256, created_utc,
+           ROW_NUMBER() OVER (
+               PARTITION BY student_id ORDER BY created_utc DESC, sha256 DESC
+           ) AS newest
+    FROM submissions
+    WHERE status = 'valid'
+)
+WHERE newest = 1;
+CREATE VIEW IF NOT EXISTS final_grades AS
+SELECT s.student_id,
+       e.id AS exercise_id,
+       e.position,
+       e.points AS max_points,
+       c.sha256,
+       r.status,
+       r.points AS graded_points,
+       o.points AS override_points,
+       o.reason AS override_reason,
+       COALESCE(o.points, r.points) AS points,
+       r.message
+FROM students AS s
+CROSS JOIN exercises AS e
+LEFT JOIN counted_submissions AS c ON c.student_id = s.student_id
+LEFT JOIN results AS r ON r.sha256 = c.sha256 AND r.exercise_id = e.id
+LEFT JOIN overrides AS o ON o.student_id = s.student_id AND o.exercise_id = e.id;
+"""
+
+
+class GradebookError(RuntimeError):
+    """The gradebook cannot be used as asked; the message says why."""
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class Gradebook:
+    """An open gradebook file; create it with ``Gradebook(path)``."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+            self.db.row_factory = sqlite3.Row
+            self.db.execute("PRAGMA foreign_keys = ON")
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError as error:
+            raise GradebookError(f"{self.path} is not a gradebook ({error})") from None
+        if version > FORMAT_VERSION:
+            raise GradebookError(
+                f"{self.path} was written by a newer course_lib (gradebook format {version}); "
+                f"this one reads format {FORMAT_VERSION}"
+            )
+        try:
+            self.db.executescript(
+                f"BEGIN IMMEDIATE;\n{SCHEMA}\nPRAGMA user_version = {FORMAT_VERSION};\nCOMMIT;"
+            )
+        except sqlite3.DatabaseError as error:
+            raise GradebookError(f"{self.path} cannot be used as a gradebook ({error})") from None
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Gradebook:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def transaction(self):
+        """``with book.transaction(): ...`` commits at the end, or rolls back on an error."""
+        return _Transaction(self.db)
+
+    # ----------------------------------------------------------------- meta
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction():
+            self.db.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+    @property
+    def seed(self) -> int | None:
+        value = self.get_meta("seed")
+        return None if value is None else int(value)
+
+    def set_exercises(self, exercises: Sequence[Exercise]) -> None:
+        """Record the course's exercises (the CSV has a column for each, in this order)."""
+        with self.transaction():
+            self.db.execute("DELETE FROM exercises")
+            self.db.executemany(
+                "INSERT INTO exercises (id, chapter, kind, title, points, position) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(e.id, e.chapter, e.kind, e.title, e.points, i) for i, e in enumerate(exercises)],
+            )
+
+    def exercises(self) -> list[sqlite3.Row]:
+        return self.db.execute("SELECT * FROM exercises ORDER BY position").fetchall()
+
+    # ----------------------------------------------------------------- submissions
+
+    def add_file(self, record: SubmissionFile) -> bool:
+        """Record a file read; ``True`` if its content was new to the gradebook."""
+        now = utc_now()
+        with self.transaction():
+            if record.student_id is not None:
+                self.db.execute(
+                    "INSERT OR IGNORE INTO students (student_id, first_seen_utc) VALUES (?, ?)",
+                    (record.student_id, now),
+                )
+            cursor = self.db.execute(
+                "INSERT OR IGNORE INTO submissions (sha256, student_id, created_utc, status, "
+                "message, size, content, added_utc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    record.sha256,
+                    record.student_id,
+                    record.created_utc,
+                    "valid" if record.valid else "invalid",
+                    record.message,
+                    record.size,
+                    record.content,
+                    now,
+                ),
+            )
+            self.db.execute(
+                "INSERT OR IGNORE INTO submission_files (sha256, path, seen_utc) VALUES (?, ?, ?)",
+                (record.sha256, record.path, now),
+            )
+        return cursor.rowcount == 1
+
+    def counted(self) -> list[sqlite3.Row]:
+        """The submission that counts for each student (student_id, sha256, created_utc)."""
+        return self.db.execute("SELECT * FROM counted_submissions ORDER BY student_id").fetchall()
+
+    def document(self, sha256: str) -> dict[str, Any]:
+        row = self.db.execute(
+            "SELECT content FROM submissions WHERE sha256 = ?", (sha256,)
+        ).fetchone()
+        return json.loads(row[0])
+
+    def is_graded(self, sha256: str, seed: int) -> bool:
+        row = self.db.execute(
+            "SELECT 1 FROM gradings WHERE sha256 = ? AND seed = ?", (sha256, seed)
+        ).fetchone()
+        return row is not None
+
+    def save_grades(self, sha256: str, grades: Iterable[Grade], seed: int) -> None:
+        """Replace the results of a submission with ``grades``, marking it graded."""
+        with self.transaction():
+            self.db.execute("DELETE FROM results WHERE sha256 = ?", (sha256,))
+            self.db.executemany(
+                "INSERT INTO results (sha256, exercise_id, status, points, max_points, message, "
+                "checks, output, seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        sha256,
+                        g.exercise_id,
+                        g.status,
+                        g.points,
+                        g.max_points,
+                        g.message,
+                        g.checks_json(),
+                        g.output,
+                        round(g.seconds, 3),
+                    )
+                    for g in grades
+                ],
+            )
+            self.db.execute(
+                "INSERT INTO gradings (sha256, seed, graded_utc, course_lib_version) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (sha256) DO UPDATE SET seed = excluded.seed, "
+                "graded_utc = excluded.graded_utc, "
+                "course_lib_version = excluded.course_lib_version",
+                (sha256, seed, utc_now(), course_lib.__version__),
+            )
+
+    def graded_submissions(self) -> set[str]:
+        return {r[0] for r in self.db.execute("SELECT sha256 FROM gradings")}
+
+    def forget_grades(self, sha256s: Iterable[str]) -> int:
+        """Mark submissions as not graded (their results go at the next grading)."""
+        shas = list(sha256s)
+        with self.transaction():
+            self.db.executemany("DELETE FROM gradings WHERE sha256 = ?", [(s,) for s in shas])
+        return len(shas)
+
+    def invalid_files(self) -> list[sqlite3.Row]:
+        return self.db.execute(
+            "SELECT s.sha256, s.student_id, s.message, MIN(f.path) AS path FROM submissions s "
+            "JOIN submission_files f USING (sha256) WHERE s.status = 'invalid' "
+            "GROUP BY s.sha256 ORDER BY path"
+        ).fetchall()
+
+    # ----------------------------------------------------------------- overrides
+
+    def students(self) -> list[str]:
+        return [
+            r[0] for r in self.db.execute("SELECT student_id FROM students ORDER BY student_id")
+        ]
+
+    def set_override(
+        self, student_id: str, exercise_id: str, points: int | None, reason: str
+    ) -> None:
+        """Set (or with ``points=None`` remove) the points of a student for an exercise."""
+        now = utc_now()
+        with self.transaction():
+            if points is None:
+                self.db.execute(
+                    "DELETE FROM overrides WHERE student_id = ? AND exercise_id = ?",
+                    (student_id, exercise_id),
+                )
+            else:
+                self.db.execute(
+                    "INSERT INTO overrides (student_id, exercise_id, points, reason, set_utc) "
+                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (student_id, exercise_id) DO UPDATE "
+                    "SET points = excluded.points, reason = excluded.reason, "
+                    "set_utc = excluded.set_utc",
+                    (student_id, exercise_id, points, reason, now),
+                )
+            self.db.execute(
+                "INSERT INTO override_log (student_id, exercise_id, points, reason, set_utc) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (student_id, exercise_id, points, reason, now),
+            )
+
+    def override(self, student_id: str, exercise_id: str) -> sqlite3.Row | None:
+        return self.db.execute(
+            "SELECT * FROM overrides WHERE student_id = ? AND exercise_id = ?",
+            (student_id, exercise_id),
+        ).fetchone()
+
+    # ----------------------------------------------------------------- reports
+
+    def final_grades(self) -> list[sqlite3.Row]:
+        return self.db.execute(
+            "SELECT * FROM final_grades ORDER BY student_id, position"
+        ).fetchall()
+
+    def student_files(self) -> dict[str, list[sqlite3.Row]]:
+        """Every file of each student, newest first."""
+        rows = self.db.execute(
+            "SELECT student_id, sha256, status, message, created_utc FROM submissions "
+            "WHERE student_id IS NOT NULL ORDER BY student_id, created_utc DESC, sha256 DESC"
+        ).fetchall()
+        files: dict[str, list[sqlite3.Row]] = {}
+        for row in rows:
+            files.setdefault(row["student_id"], []).append(row)
+        return files
+
+
+class _Transaction:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind, *exc: object) -> None:
+        self.db.execute("COMMIT" if kind is None else "ROLLBACK")

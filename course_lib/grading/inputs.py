@@ -1,0 +1,174 @@
+"""Finding and reading submission files, whatever state they arrive in.
+
+Every file becomes a :class:`SubmissionFile`: valid (the document, checked against the
+submission schema, its version and its checksum) or invalid with a message saying why. Nothing
+here raises for a bad file, so one broken file never stops a batch.
+
+A file is known by the SHA-256 of its bytes, computed here: the gradebook keys submissions by
+it, so reading the same file again (from another folder, or in a second run) adds nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from course_lib.exercises.submission import (
+    MAX_SUBMISSION_BYTES,
+    SubmissionError,
+    parse_submission,
+    validate_student_id,
+)
+
+__all__ = ["SubmissionFile", "find_submission_files", "read_submission_file"]
+
+FILE_NAME = re.compile(r"^submission-(?P<student>.+)-\d{8}T\d{6,12}Z(-\d+)?\.json$")
+UTC = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,6}))?Z$")
+
+
+@dataclass(frozen=True)
+class SubmissionFile:
+    """One file as the grader read it.
+
+    Attributes:
+        path: where it was read.
+        sha256: SHA-256 (hex) of its bytes, the submission's key in the gradebook. For a file
+            larger than a submission may be, of its size and first bytes.
+        size: its size in bytes.
+        valid: whether it is a readable submission of a supported version.
+        message: why it is invalid (``""`` when valid).
+        student_id: the student, from the document, or for an invalid file from the document
+            or the file name when either holds a usable id; else ``None``.
+        created_utc: when ``submit`` wrote it, with six decimals (valid files only).
+        content: the file's text (valid files only).
+    """
+
+    path: str
+    sha256: str
+    size: int
+    valid: bool
+    message: str = ""
+    student_id: str | None = None
+    created_utc: str | None = None
+    content: str | None = None
+
+
+def find_submission_files(paths: Iterable[str | os.PathLike]) -> tuple[list[Path], list[str]]:
+    """The files to read: each path that is a file, and the ``*.json`` files inside each
+    folder (recursively, skipping hidden files and folders, not following links to folders).
+
+    Returns the files in a stable order, without repeats, and a message for each path that
+    does not exist.
+    """
+    found: dict[str, Path] = {}
+    missing = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            for folder, folders, files in os.walk(path):
+                folders[:] = sorted(f for f in folders if not f.startswith("."))
+                for name in sorted(files):
+                    if name.lower().endswith(".json") and not name.startswith("."):
+                        candidate = Path(folder) / name
+                        found.setdefault(os.path.abspath(candidate), candidate)
+        elif path.exists() or path.is_symlink():
+            found.setdefault(os.path.abspath(path), path)
+        else:
+            missing.append(f"{path}: no such file or folder")
+    return list(found.values()), missing
+
+
+def normalise_utc(text: str) -> str:
+    """``2026-11-22T10:15:30.5Z`` as ``2026-11-22T10:15:30.500000Z``: times with six decimals
+    sort correctly as text."""
+    match = UTC.match(text)
+    if not match:
+        raise ValueError(f"not a UTC time: {text!r}")
+    return f"{match[1]}.{(match[2] or '').ljust(6, '0')}Z"
+
+
+def _read_bytes(path: Path) -> tuple[bytes, int]:
+    """At most one byte more than a submission may have, and the file's size. Only regular
+    files are read (a FIFO or a device is refused, not waited on)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise SubmissionError(f"{path}: not a regular file")
+        with os.fdopen(os.dup(fd), "rb") as stream:
+            return stream.read(MAX_SUBMISSION_BYTES + 1), info.st_size
+    finally:
+        os.close(fd)
+
+
+def _student_hint(path: Path, data: Any) -> str | None:
+    """A student id for an invalid file: from its document, or from its file name."""
+    candidates = []
+    if isinstance(data, dict):
+        candidates.append(data.get("student_id"))
+    match = FILE_NAME.match(path.name)
+    if match:
+        candidates.append(match["student"])
+    for candidate in candidates:
+        try:
+            return validate_student_id(candidate)
+        except SubmissionError:
+            continue
+    return None
+
+
+def read_submission_file(path: str | os.PathLike) -> SubmissionFile:
+    """Read and check one file; an invalid file gives ``valid=False`` and a message."""
+    path = Path(path)
+    try:
+        content, size = _read_bytes(path)
+    except SubmissionError as error:
+        return SubmissionFile(str(path), hashlib.sha256(b"").hexdigest(), 0, False, str(error))
+    except OSError as error:
+        message = f"{path}: cannot be read ({error.strerror or error})"
+        return SubmissionFile(str(path), hashlib.sha256(b"").hexdigest(), 0, False, message)
+    if size > MAX_SUBMISSION_BYTES or len(content) > MAX_SUBMISSION_BYTES:
+        size = max(size, len(content))
+        digest = hashlib.sha256(f"too large:{size}:".encode() + content).hexdigest()
+        message = (
+            f"{path}: {size / 2**20:.1f} MB is larger than a submission can be "
+            f"({MAX_SUBMISSION_BYTES / 2**20:.0f} MB); it was not read"
+        )
+        return SubmissionFile(str(path), digest, size, False, message, _student_hint(path, None))
+    digest = hashlib.sha256(content).hexdigest()
+    try:
+        data = parse_submission(content, str(path))
+        created = normalise_utc(data["created_utc"])
+    except SubmissionError as error:
+        return SubmissionFile(
+            str(path), digest, size, False, str(error), _student_hint(path, _loose_json(content))
+        )
+    except Exception as error:  # a document no check foresaw: still only this file's problem
+        message = f"{path}: could not be checked ({type(error).__name__}: {error})"
+        return SubmissionFile(str(path), digest, size, False, message, _student_hint(path, None))
+    return SubmissionFile(
+        str(path),
+        digest,
+        size,
+        True,
+        "",
+        data["student_id"],
+        created,
+        content.decode("utf-8"),
+    )
+
+
+def _loose_json(content: bytes) -> Any:
+    """The JSON document in ``content`` if there is one, else ``None`` (never raises)."""
+    import json
+
+    try:
+        return json.loads(content.decode("utf-8"))
+    except Exception:
+        return None

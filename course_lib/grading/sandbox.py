@@ -1,0 +1,496 @@
+"""Where students' code runs: grading workers, each inside a bubblewrap sandbox.
+
+A worker (``_worker.py``) is a Python process that imports torch once and forks a limited
+child for every code exercise of every submission it is given. Each worker runs inside its
+own `bubblewrap <https://github.com/containers/bubblewrap>`_ (``bwrap``) sandbox, which sees:
+
+- the system's ``/usr`` (and the ``/lib``, ``/bin`` links to it), the Python installation and
+  the site-packages holding torch and NumPy, all read-only; ``course_lib`` itself is hidden
+  (an empty folder is mounted over it when it is installed there);
+- a private ``/proc`` (its own PID namespace), a minimal ``/dev``, and an empty ``/tmp`` of
+  limited size, where each child gets a fresh working folder;
+- no network (its own, empty network namespace), no other files: not the submissions, not
+  the gradebook, not the instructor's home folder.
+
+Unprivileged, bwrap makes a user namespace. Run as root, it does not (the user in the sandbox
+would be root outside, for which the kernel does not count processes), and the worker drops
+to a user id of its own instead, after importing torch. Either way the children run as a user
+that has nothing outside the sandbox, under the resource limits set in ``_worker.py``.
+
+Without bwrap the grader refuses to run, unless told ``--sandbox none``: then workers are
+plain subprocesses with the same limits and a fresh folder per child, but they can read what
+the instructor's account can read (for code you trust, or machines without bwrap).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from course_lib.grading import _worker
+from course_lib.grading._worker import ProtocolError, read_message, write_message
+
+__all__ = ["Job", "Limits", "Sandbox", "SandboxUnavailable", "Worker", "WorkerPool"]
+
+WORKER_FILE = Path(_worker.__file__).resolve()
+WORKER_IN_SANDBOX = "/opt/course-grade/worker.py"
+SANDBOX_UID = 1000  # the user inside an unprivileged sandbox
+ROOT_UID_BASE = 1_900_000_000  # user ids for workers started by root: unused by anything else
+STARTUP_TIMEOUT = 120.0  # seconds for a worker to import torch and say it is ready
+SLACK = 15.0  # seconds a worker may need beyond the time limits of a job
+SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+OPTIONAL_FLAGS = ("--disable-userns",)  # left out where the installed bwrap is too old
+_JOB_IDS = itertools.count(1)
+INSTALL_HINT = (
+    "Install it (Debian or Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
+    "bubblewrap), or, only for code you trust, grade without a sandbox: --sandbox none"
+)
+
+
+class SandboxUnavailable(RuntimeError):
+    """The sandbox cannot be used on this machine; the message says why and what to do."""
+
+
+class WorkerFailure(RuntimeError):
+    """A worker could not start, stopped answering, or ended."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of the process running one exercise of one submission.
+
+    Attributes:
+        memory_mb: address space it may add to the worker's (RLIMIT_AS).
+        processes: processes or threads it may start (RLIMIT_NPROC above what exists).
+        file_mb: largest file it may write (RLIMIT_FSIZE).
+        tmp_mb: size of the sandbox's ``/tmp``, shared by the children of one worker in turn.
+    """
+
+    memory_mb: int = 1024
+    processes: int = 8
+    file_mb: int = 16
+    tmp_mb: int = 256
+
+    def to_dict(self) -> dict[str, int]:
+        return {"memory_mb": self.memory_mb, "processes": self.processes, "file_mb": self.file_mb}
+
+
+@dataclass
+class Job:
+    """One submission's code exercises: a task each, and a wall-clock limit for them all."""
+
+    key: Any
+    tasks: list[dict[str, Any]]
+    timeout: float
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def python_roots() -> list[str]:
+    """Folders the worker needs to read: the Python installation, the environment, and the
+    site-packages holding torch and NumPy (outside ``/usr``, which is mounted anyway)."""
+    import numpy
+    import torch
+
+    candidates = [sys.base_prefix, sys.prefix, sys.exec_prefix, sys.base_exec_prefix]
+    candidates += [os.path.dirname(os.path.dirname(m.__file__)) for m in (torch, numpy)]
+    real = sorted({os.path.realpath(c) for c in candidates}, key=len)
+    roots: list[str] = []
+    for path in real:
+        if not _inside(path, "/usr") and not any(_inside(path, r) for r in roots):
+            roots.append(path)
+    return roots
+
+
+def worker_sys_path(roots: Iterable[str]) -> list[str]:
+    """The grader's ``sys.path`` entries the worker can use: folders inside ``roots`` or
+    ``/usr`` (the standard library, site-packages), never the current folder or a project."""
+    roots = [*roots, "/usr"]
+    paths = []
+    for entry in sys.path:
+        if not entry or not os.path.isdir(entry):
+            continue
+        real = os.path.realpath(entry)
+        if any(_inside(real, r) for r in roots) and real not in paths:
+            paths.append(real)
+    return paths
+
+
+def hidden_packages(roots: Iterable[str]) -> list[str]:
+    """``course_lib``'s folder, where it lies inside a folder the sandbox shows."""
+    import course_lib
+
+    folder = os.path.realpath(os.path.dirname(course_lib.__file__))
+    return [folder] if any(_inside(folder, r) for r in [*roots, "/usr"]) else []
+
+
+def _minimal_environment(home: str) -> dict[str, str]:
+    return {
+        "PATH": "/usr/bin:/bin",
+        "HOME": home,
+        "TMPDIR": home,
+        "LANG": "C.UTF-8",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+    }
+
+
+@dataclass
+class Sandbox:
+    """How workers are started: ``kind`` is ``"bwrap"`` or ``"none"``."""
+
+    kind: str = "bwrap"
+    limits: Limits = field(default_factory=Limits)
+    bwrap: str | None = None
+    dropped_flags: tuple[str, ...] = ()
+
+    @classmethod
+    def create(cls, kind: str = "bwrap", limits: Limits | None = None) -> Sandbox:
+        """Find bwrap and check that it can make a sandbox here; else ``SandboxUnavailable``."""
+        limits = limits or Limits()
+        if kind == "none":
+            return cls("none", limits)
+        if kind != "bwrap":
+            raise ValueError(f"the sandbox is 'bwrap' or 'none', not {kind!r}")
+        path = shutil.which("bwrap")
+        if path is None:
+            raise SandboxUnavailable(
+                "bubblewrap (bwrap) is not installed; the grader runs students' code inside "
+                f"it, away from your files and the network. {INSTALL_HINT}."
+            )
+        sandbox = cls("bwrap", limits, path)
+        sandbox._probe()
+        return sandbox
+
+    def _probe(self) -> None:
+        """Start an empty sandbox; drop optional flags that this bwrap does not know."""
+        for _ in range(len(OPTIONAL_FLAGS) + 1):
+            argv = [*self._bwrap_argv(uid=None), "--", "/usr/bin/true"]
+            result = subprocess.run(
+                argv, capture_output=True, text=True, env=_minimal_environment("/"), timeout=60
+            )
+            if result.returncode == 0:
+                return
+            unknown = [f for f in OPTIONAL_FLAGS if f"Unknown option {f}" in result.stderr]
+            if not unknown:
+                break
+            self.dropped_flags += tuple(unknown)
+        raise SandboxUnavailable(
+            f"bubblewrap ({self.bwrap}) cannot create a sandbox on this machine: "
+            f"{result.stderr.strip() or f'exit code {result.returncode}'}. Unprivileged user "
+            "namespaces may be disabled (sysctl kernel.unprivileged_userns_clone=1, "
+            f"user.max_user_namespaces > 0), or the grader runs in a container that forbids them. "
+            f"{INSTALL_HINT.split(', or, ')[1].capitalize()}."
+        )
+
+    def _bwrap_argv(self, uid: int | None) -> list[str]:
+        args = [self.bwrap or "bwrap", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+        if os.geteuid() == 0:  # no user namespace: the worker drops to ``uid`` itself
+            args += [
+                "--unshare-ipc",
+                "--unshare-pid",
+                "--unshare-net",
+                "--unshare-uts",
+                "--unshare-cgroup-try",
+            ]
+            if uid is not None:
+                args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        else:
+            args += [
+                "--unshare-all",
+                "--unshare-user",
+                "--disable-userns",
+                "--uid",
+                str(SANDBOX_UID),
+                "--gid",
+                str(SANDBOX_UID),
+            ]
+        args = [a for a in args if a not in self.dropped_flags]
+        args += ["--ro-bind", "/usr", "/usr"]
+        for name in SYSTEM_DIRS:
+            path = f"/{name}"
+            if os.path.islink(path):
+                args += ["--symlink", os.readlink(path), path]
+            elif os.path.isdir(path):
+                args += ["--ro-bind", path, path]
+        args += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
+        args += ["--perms", "1777", "--size", str(self.limits.tmp_mb * 2**20), "--tmpfs", "/tmp"]
+        roots = python_roots()
+        made: set[str] = set()
+        for root in roots:
+            # Folders bwrap makes on the way to a mount are closed to other users (0700):
+            # make them readable, for the worker that drops to a user of its own.
+            for parent in reversed(Path(root).parents[:-1]):
+                if str(parent) not in made:
+                    made.add(str(parent))
+                    args += ["--perms", "0755", "--dir", str(parent)]
+            args += ["--ro-bind", root, root]
+        for hidden in hidden_packages(roots):
+            args += ["--tmpfs", hidden, "--remount-ro", hidden]
+        args += ["--perms", "0755", "--dir", str(Path(WORKER_IN_SANDBOX).parent)]
+        args += ["--ro-bind", str(WORKER_FILE), WORKER_IN_SANDBOX]
+        args += ["--chdir", "/tmp", "--clearenv"]
+        for key, value in _minimal_environment("/tmp").items():
+            args += ["--setenv", key, value]
+        return args
+
+    def worker_command(self, index: int, folder: str) -> tuple[list[str], dict[str, str]]:
+        """The command line and environment of worker number ``index``; ``folder`` is a
+        private folder of the grader's for this worker (used without a sandbox)."""
+        uid = None
+        if os.geteuid() == 0:
+            uid = ROOT_UID_BASE + (os.getpid() * 64 + index) % 100_000_000
+        python = os.path.realpath(sys.executable)
+        roots = python_roots()
+        config = {
+            "sys_path": worker_sys_path(roots),
+            "uid": uid,
+            "tmp": "/tmp",
+            "pid_namespace": self.kind == "bwrap",
+            "private_tmp": self.kind == "bwrap",
+        }
+        if self.kind == "bwrap":
+            argv = [*self._bwrap_argv(uid), "--", python, "-I", "-S", WORKER_IN_SANDBOX]
+            return [*argv, json.dumps(config)], _minimal_environment("/tmp")
+        script = Path(folder) / "worker.py"  # a copy: nothing of course_lib beside it
+        shutil.copyfile(WORKER_FILE, script)
+        os.chmod(folder, 0o755)
+        os.chmod(script, 0o644)
+        config["tmp"] = tempfile.gettempdir()
+        return [python, "-I", "-S", str(script), json.dumps(config)], _minimal_environment(folder)
+
+
+class Worker:
+    """One worker process (in its sandbox), restarted when it fails."""
+
+    def __init__(self, sandbox: Sandbox, index: int) -> None:
+        self.sandbox = sandbox
+        self.index = index
+        self.process: subprocess.Popen | None = None
+        self.folder: str | None = None
+        self.starts = 0
+
+    # ----------------------------------------------------------------- process
+
+    def start(self) -> None:
+        self.stop()
+        self.folder = tempfile.mkdtemp(prefix=f"course-grade-{self.index}-")
+        argv, env = self.sandbox.worker_command(self.index, self.folder)
+        self.log = open(Path(self.folder) / "worker.log", "w+b")
+        self.process = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            env=env,
+            cwd=self.folder,
+            start_new_session=True,
+        )
+        self.starts += 1
+        try:
+            ready = read_message(
+                self.process.stdout.fileno(), deadline=time.monotonic() + STARTUP_TIMEOUT
+            )
+        except (TimeoutError, ProtocolError) as error:
+            log = self.log_tail()
+            self.stop()
+            raise WorkerFailure(f"a grading worker did not start ({error}): {log}") from None
+        if not isinstance(ready, dict) or ready.get("ready") is not True:
+            self.stop()
+            raise WorkerFailure(f"a grading worker said {ready!r} instead of being ready")
+
+    def log_tail(self, size: int = 2000) -> str:
+        with contextlib.suppress(Exception):
+            self.log.flush()
+            self.log.seek(0)
+            text = self.log.read().decode("utf-8", "replace").strip()
+            return text[-size:] or "(it printed nothing)"
+        return "(no log)"
+
+    def stop(self) -> None:
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            with contextlib.suppress(Exception):
+                self.process.kill()
+            self.process.wait()
+            for stream in (self.process.stdin, self.process.stdout):
+                with contextlib.suppress(Exception):
+                    stream.close()
+            self.process = None
+        if self.folder:
+            with contextlib.suppress(Exception):
+                self.log.close()
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    # ----------------------------------------------------------------- jobs
+
+    def _exchange(self, tasks: list[dict[str, Any]], timeout: float):
+        """Send one job; return the outcomes received (by task index) and, when the worker
+        failed on the way, what happened."""
+        assert self.process is not None
+        got: dict[int, dict[str, Any]] = {}
+        job_id = next(_JOB_IDS)
+        try:
+            write_message(self.process.stdin, {"id": job_id, "timeout": timeout, "tasks": tasks})
+        except OSError as error:
+            return got, f"the grading worker could not be reached ({error})"
+        deadline = time.monotonic() + timeout + SLACK * (1 + len(tasks) / 10)
+        fd = self.process.stdout.fileno()
+        while True:
+            try:
+                message = read_message(fd, deadline=deadline)
+            except TimeoutError:
+                return got, "the grading worker stopped answering"
+            except ProtocolError as error:
+                return got, f"the grading worker ended ({error}; {self.log_tail(500)})"
+            if not isinstance(message, dict):
+                return got, "the grading worker sent something that is not a message"
+            if message.get("done") == job_id:
+                return got, None
+            index = message.get("task")
+            if not isinstance(index, int) or not 0 <= index < len(tasks) or index in got:
+                return got, f"the grading worker sent an unexpected message ({str(message)[:200]})"
+            got[index] = message
+
+    def run(self, job: Job) -> list[dict[str, Any]]:
+        """The outcome of every task of ``job``, whatever happens to the worker.
+
+        When the worker dies or stops answering during a task, that task's outcome says so
+        (``"worker lost"``), the worker is restarted and the remaining tasks run on the new
+        one. A task the worker itself failed on (``"worker error"``) is tried once more.
+
+        Raises:
+            WorkerFailure: the worker could not be started.
+        """
+        outcomes: list[dict[str, Any] | None] = [None] * len(job.tasks)
+        retried: set[int] = set()
+        started = time.monotonic()
+        while True:
+            pending = [i for i, o in enumerate(outcomes) if o is None]
+            if not pending:
+                break
+            remaining = job.timeout - (time.monotonic() - started)
+            if remaining <= 0:
+                for i in pending:
+                    outcomes[i] = {"status": "skipped", "messages": [], "output": ""}
+                break
+            if not self.running:
+                try:
+                    self.start()
+                except OSError as error:
+                    message = f"a grading worker could not be started ({error})"
+                    raise WorkerFailure(message) from None
+            got, failure = self._exchange([job.tasks[i] for i in pending], remaining)
+            for local, outcome in got.items():
+                index = pending[local]
+                if outcome.get("status") == "worker error" and index not in retried:
+                    retried.add(index)  # the worker's own failure: once more, on a new one
+                    failure = failure or "the grading worker failed"
+                    continue
+                outcomes[index] = outcome
+            if failure is None:
+                continue
+            self.stop()
+            current = next((i for j, i in enumerate(pending) if j not in got), None)
+            if current is not None:
+                outcomes[current] = {
+                    "status": "worker lost",
+                    "messages": [],
+                    "output": "",
+                    "exit": failure,
+                }
+        return [o for o in outcomes if o is not None]
+
+
+class WorkerPool:
+    """``size`` workers, started on first use, each driven by a thread of the grader."""
+
+    def __init__(self, sandbox: Sandbox, size: int) -> None:
+        if size < 1:
+            raise ValueError(f"at least one worker is needed, got {size}")
+        self.workers = [Worker(sandbox, index) for index in range(size)]
+
+    def run(self, jobs: list[Job], done: Callable[[Job, list[dict[str, Any]]], None]) -> None:
+        """Run every job; call ``done(job, outcomes)`` in this thread as each one finishes.
+
+        Raises:
+            SandboxUnavailable: a worker could not start (the jobs not done yet stay undone).
+        """
+        if not jobs:
+            return
+        todo: queue.Queue = queue.Queue()
+        for job in jobs:
+            todo.put(job)
+        finished: queue.Queue = queue.Queue()
+
+        def drive(worker: Worker) -> None:
+            while True:
+                try:
+                    job = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    outcomes = worker.run(job)
+                except WorkerFailure as error:  # no worker: nothing more can be graded
+                    finished.put((None, error))
+                    return
+                except Exception as error:  # never lose a job: report it as the grader's fault
+                    outcomes = [
+                        {
+                            "status": "worker error",
+                            "messages": [],
+                            "output": "",
+                            "exit": f"{type(error).__name__}: {error}",
+                        }
+                    ] * len(job.tasks)
+                finished.put((job, outcomes))
+
+        threads = [
+            threading.Thread(target=drive, args=(worker,), daemon=True)
+            for worker in self.workers[: len(jobs)]
+        ]
+        for thread in threads:
+            thread.start()
+        for _ in jobs:
+            job, outcomes = finished.get()
+            if job is None:
+                raise SandboxUnavailable(
+                    f"{outcomes}. The submissions graded so far are kept; once the problem is "
+                    "fixed, run the command again to grade the rest."
+                )
+            done(job, outcomes)
+        for thread in threads:
+            thread.join()
+
+    def close(self) -> None:
+        for worker in self.workers:
+            worker.stop()
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
