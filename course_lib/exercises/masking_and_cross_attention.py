@@ -65,7 +65,7 @@ DECODER_POSITIONS = register(
     ChoiceExercise(
         id="decoder-attention-positions",
         chapter=CHAPTER,
-        title="Where may a decoder token look?",
+        title="Where a decoder token may look",
         points=2,
         question=(
             "An encoder-decoder Transformer translates a source sentence of 6 tokens (no "

@@ -69,12 +69,13 @@ SPLIT_HEADS = register(
 
 
 def _merge_cases(seed: int) -> list[Case]:
-    cases = [
-        Case("x = 0, 1, 2, ... of shape (1, 2, 2, 3): 2 heads, 2 positions", (_counting(1, 2, 2, 3),)),
-        Case("(2, 3, 4, 4): 3 heads of 4 features", (_counting(2, 3, 4, 4),)),
-        Case("(2, 1, 5, 8): 1 head", (_counting(2, 1, 5, 8),)),
-        Case("(1, 8, 4, 1): 8 heads of 1 feature", (_counting(1, 8, 4, 1),)),
-    ]  # fmt: skip
+    shapes = {
+        (1, 2, 2, 3): "x = 0, 1, 2, ... of shape (1, 2, 2, 3): 2 heads, 2 positions",
+        (2, 3, 4, 4): "(2, 3, 4, 4): 3 heads of 4 features",
+        (2, 1, 5, 8): "(2, 1, 5, 8): 1 head",
+        (1, 8, 4, 1): "(1, 8, 4, 1): 8 heads of 1 feature",
+    }
+    cases = [Case(label, (_counting(*shape),)) for shape, label in shapes.items()]
     draw = torch.Generator().manual_seed(seed)
     for _ in range(3):
         shape = tuple(
