@@ -15,9 +15,10 @@ gradients. Two comparisons, each fair to both sides:
   fused ``F.scaled_dot_product_attention``.
 
 After a warm-up, the two modules alternate step by step (so that load from other processes
-hits both alike) and the script prints the median time of each and the median of the per-step
-ratios ours / PyTorch. A ratio <= 1 means ours is no slower. Timings on a shared machine vary:
-run it more than once.
+hits both alike) and the script prints, for wall-clock time and for the process's CPU time, the
+median time of each (with the range) and the median of the per-step ratios ours / PyTorch. A
+ratio <= 1 means ours is no slower. Timings on a shared machine vary: run it more than once
+(``--threads 1`` is less sensitive to other processes' load than PyTorch's default).
 """
 
 from __future__ import annotations
@@ -32,12 +33,12 @@ from torch import nn
 from course_lib.attention import MultiHeadAttention, causal_mask
 
 
-def step(forward) -> float:
-    """Seconds for one forward + backward pass."""
-    start = time.perf_counter()
+def step(forward) -> tuple[float, float]:
+    """Wall-clock and CPU seconds for one forward + backward pass."""
+    start, start_cpu = time.perf_counter(), time.process_time()
     output = forward()
     output.sum().backward()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - start_cpu
 
 
 def compare(ours_forward, torch_forward, modules, x, warmup: int, repeats: int) -> dict:
@@ -57,8 +58,17 @@ def compare(ours_forward, torch_forward, modules, x, warmup: int, repeats: int) 
             seconds = step((ours_forward, torch_forward)[which])
             clear()
             (ours if which == 0 else theirs).append(seconds)
-    ratios = [a / b for a, b in zip(ours, theirs, strict=True)]
-    return {"ours": ours, "torch": theirs, "ratio": statistics.median(ratios)}
+    result = {}
+    for clock, index in (("wall", 0), ("cpu", 1)):
+        mine = [1000 * s[index] for s in ours]
+        other = [1000 * s[index] for s in theirs]
+        ratios = [a / b for a, b in zip(mine, other, strict=True)]
+        result[clock] = {"ours": mine, "torch": other, "ratio": statistics.median(ratios)}
+    return result
+
+
+def describe(times: list[float]) -> str:
+    return f"{statistics.median(times):7.1f} ms ({min(times):.1f}..{max(times):.1f})"
 
 
 def main() -> None:
@@ -71,8 +81,13 @@ def main() -> None:
     parser.add_argument("--mask", choices=("none", "causal"), default="none")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch threads (default: torch's)"
+    )
     args = parser.parse_args()
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     reference = nn.MultiheadAttention(
         args.d_model, args.heads, dropout=args.dropout, batch_first=True
@@ -107,14 +122,13 @@ def main() -> None:
         ("no weights", (ours_without, torch_without)),
     ):
         result = compare(*pair, (ours, reference), x, args.warmup, args.repeats)
-        ours_ms = [1000 * s for s in result["ours"]]
-        torch_ms = [1000 * s for s in result["torch"]]
-        print(
-            f"{label:>10}: ours {statistics.median(ours_ms):7.1f} ms "
-            f"({min(ours_ms):.1f}..{max(ours_ms):.1f}), nn.MultiheadAttention "
-            f"{statistics.median(torch_ms):7.1f} ms ({min(torch_ms):.1f}..{max(torch_ms):.1f}); "
-            f"ratio ours / torch = {result['ratio']:.3f}"
-        )
+        for clock in ("wall", "cpu"):
+            times = result[clock]
+            print(
+                f"{label:>10}, {clock:>4} time: ours {describe(times['ours'])}, "
+                f"nn.MultiheadAttention {describe(times['torch'])}; "
+                f"ratio ours / torch = {times['ratio']:.3f}"
+            )
 
 
 if __name__ == "__main__":
