@@ -16,8 +16,8 @@ import nbformat
 import numpy as np
 import pytest
 import torch
-from nbclient import NotebookClient
 
+from conftest import run_cells_in_kernel
 from course_lib.plotting import plot_attention, plot_attention_heads, plot_mask
 from course_lib.widgets import AttentionExplorer, word_vector
 
@@ -169,11 +169,7 @@ KERNEL_CELLS = [
 
 
 def run_in_kernel(tmp_path: Path) -> nbformat.NotebookNode:
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in KERNEL_CELLS])
-    client = NotebookClient(notebook, kernel_name="python3", timeout=120, store_widget_state=True,
-                            resources={"metadata": {"path": str(tmp_path)}})  # fmt: skip
-    client.execute()
-    return notebook
+    return run_cells_in_kernel(KERNEL_CELLS, tmp_path)
 
 
 def check_rendered(notebook, controls_version: str) -> None:
