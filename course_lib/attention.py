@@ -220,8 +220,8 @@ def split_heads(x: Tensor, num_heads: int) -> Tensor:
         num_heads: the number of heads ``h``.
 
     Returns:
-        ``(batch, h, L, d_model / h)``: ``result[b, i]`` holds features
-        ``i * d_head .. (i + 1) * d_head - 1`` of every position, for head ``i``.
+        ``(batch, h, L, d_model / h)``: ``result[b, m]`` holds features
+        ``m * d_head .. (m + 1) * d_head - 1`` of every position, for head ``m``.
     """
     if x.dim() != 3:
         raise ValueError(f"expected (batch, L, d_model), got shape {tuple(x.shape)}")
@@ -256,7 +256,7 @@ class MultiHeadAttention(nn.Module):
     """Multi-head attention, batch first (Vaswani et al., 2017, section 3.2.2).
 
     ``MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O`` with
-    ``head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)``. The ``h`` matrices ``W_i^Q`` of size
+    ``head_m = Attention(Q W_m^Q, K W_m^K, V W_m^V)``. The ``h`` matrices ``W_m^Q`` of size
     ``d_model x d_head`` (``d_head = d_model / h``) sit side by side in one linear layer
     ``w_q``, and likewise for keys and values; :meth:`split_heads` cuts the projected features
     into the heads, :meth:`merge_heads` concatenates the heads' outputs before ``w_o``.

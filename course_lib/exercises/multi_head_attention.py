@@ -55,11 +55,11 @@ SPLIT_HEADS = register(
         atol=0.0,
         blocked=(split_heads, MultiHeadAttention.split_heads),
         hints=(
-            "Head i owns the consecutive features i * d_head, ..., (i + 1) * d_head - 1 of "
-            "every position, with d_head = d_model // num_heads.",
+            "Head m (counting from 0) owns the consecutive features m * d_head, ..., "
+            "(m + 1) * d_head - 1 of every position, with d_head = d_model // num_heads.",
             "x.view(batch, L, num_heads, d_head) cuts the last axis into num_heads slices of "
             "d_head features, in that order. Cutting it as (d_head, num_heads) would give "
-            "head i every num_heads-th feature instead.",
+            "head m every num_heads-th feature instead.",
             "The result must be (batch, num_heads, L, d_head): swap the L and head axes with "
             ".transpose(1, 2). Reshaping straight to (batch, num_heads, L, d_head) mixes "
             "positions into the heads.",
@@ -148,13 +148,13 @@ PARAMETER_COUNT = register(
             ),
             Mistake(
                 lambda: torch.tensor([8 * _count(512)], dtype=torch.float64),
-                "the heads do not have full-size matrices each: head i uses a d_model x "
+                "the heads do not have full-size matrices each: head m uses a d_model x "
                 "d_model/h slice, and the h slices together make one d_model x d_model matrix",
             ),
         ),
         hints=(
-            "Each head projects to d_head = 512 / 8 = 64 features: W_i^Q is 512 x 64. How "
-            "big are the eight W_i^Q together?",
+            "Each head projects to d_head = 512 / 8 = 64 features: W_m^Q is 512 x 64. How "
+            "big are the eight W_m^Q together?",
             "W^Q, W^K, W^V and W^O are each d_model x d_model, plus a bias of d_model each.",
         ),
     )
