@@ -139,12 +139,12 @@ def scaled_dot_product_attention(
     d_k = query.size(-1)
     if scale is None:
         scale = 1 / math.sqrt(d_k)
-    # Q K^T / sqrt(d_k), computed as (Q / sqrt(d_k)) K^T: the same numbers, but scaling the
-    # L_q x d_k queries is cheaper than scaling the L_q x L_k scores.
+    # Q K^T / sqrt(d_k), computed as (Q / sqrt(d_k)) K^T: the same numbers,
+    # but scaling the L_q x d_k queries is cheaper than the L_q x L_k scores.
     scores = (query * scale) @ key.transpose(-2, -1)  # (..., L_q, L_k)
     if mask is not None:
         mask = _check_mask(mask, scores.shape)
-        scores = scores.masked_fill(~mask, float("-inf"))  # exp(-inf) = 0 in the softmax
+        scores = scores.masked_fill(~mask, float("-inf"))  # exp(-inf) = 0
     weights = torch.softmax(scores, dim=-1)  # each row sums to 1
     if dropout is not None:
         weights = dropout(weights)
@@ -155,7 +155,10 @@ def scaled_dot_product_attention(
 
 
 def causal_mask(
-    size: int, *, num_keys: int | None = None, device: torch.device | str | None = None
+    size: int,
+    *,
+    num_keys: int | None = None,
+    device: torch.device | str | None = None,
 ) -> Tensor:
     """The mask that lets position ``i`` attend to positions ``0..i`` only (itself and before).
 
@@ -174,8 +177,8 @@ def causal_mask(
     num_keys = size if num_keys is None else positive_int("num_keys", num_keys)
     if num_keys < size:
         raise ValueError(
-            f"num_keys must be at least size (the queries are the last positions of the "
-            f"keys), got size={size}, num_keys={num_keys}"
+            f"num_keys must be at least size (the queries are the last "
+            f"positions of the keys), got size={size}, num_keys={num_keys}"
         )
     allowed = torch.ones(size, num_keys, dtype=torch.bool, device=device)
     return allowed.tril(diagonal=num_keys - size)
@@ -197,13 +200,17 @@ def padding_mask(ids: Tensor, pad_id: int) -> Tensor:
         ``(batch, L, L)``.
     """
     if not isinstance(ids, Tensor):
-        raise TypeError(f"ids must be a tensor of token ids, got {type(ids).__name__}")
+        raise TypeError(
+            f"ids must be a tensor of token ids, got {type(ids).__name__}",
+        )
     if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-        raise TypeError(f"ids must be an integer tensor of token ids, got {ids.dtype}")
+        raise TypeError(
+            f"ids must be an integer tensor of token ids, got {ids.dtype}",
+        )
     if ids.dim() != 2:
         raise ValueError(
-            f"ids must have shape (batch, L_k), got {tuple(ids.shape)}; for one sequence "
-            "use ids.unsqueeze(0)"
+            f"ids must have shape (batch, L_k), got {tuple(ids.shape)}; "
+            "for one sequence use ids.unsqueeze(0)"
         )
     pad_id = integer("pad_id", pad_id)
     return (ids != pad_id).unsqueeze(1)
@@ -224,11 +231,15 @@ def split_heads(x: Tensor, num_heads: int) -> Tensor:
         ``m * d_head .. (m + 1) * d_head - 1`` of every position, for head ``m``.
     """
     if x.dim() != 3:
-        raise ValueError(f"expected (batch, L, d_model), got shape {tuple(x.shape)}")
+        raise ValueError(
+            f"expected (batch, L, d_model), got shape {tuple(x.shape)}",
+        )
     num_heads = positive_int("num_heads", num_heads)
     batch, length, d_model = x.shape
     if d_model % num_heads:
-        raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+        raise ValueError(
+            f"d_model={d_model} is not divisible by num_heads={num_heads}",
+        )
     d_head = d_model // num_heads
     return x.view(batch, length, num_heads, d_head).transpose(1, 2)
 
@@ -244,7 +255,9 @@ def merge_heads(x: Tensor) -> Tensor:
         position.
     """
     if x.dim() != 4:
-        raise ValueError(f"expected (batch, heads, L, d_head), got shape {tuple(x.shape)}")
+        raise ValueError(
+            f"expected (batch, heads, L, d_head), got shape {tuple(x.shape)}",
+        )
     batch, num_heads, length, d_head = x.shape
     return x.transpose(1, 2).reshape(batch, length, num_heads * d_head)
 
@@ -387,11 +400,17 @@ class MultiHeadAttention(nn.Module):
         v = self.split_heads(self.w_v(value))  # (batch, h, L_k, d_head)
         if mask is not None:
             mask = self.head_mask(mask, query.size(0), query.size(1), key.size(1))
-        heads, weights = self.attend(q, k, v, mask, need_weights)  # (batch, h, L_q, d_head)
+        # every head at once: (batch, h, L_q, d_head)
+        heads, weights = self.attend(q, k, v, mask, need_weights)
         return self.w_o(self.merge_heads(heads)), weights
 
     def attend(
-        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool = True
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        mask: Tensor | None,
+        need_weights: bool = True,
     ) -> tuple[Tensor, Tensor | None]:
         """Scaled dot-product attention in every head, with dropout on the weights in training.
 
@@ -403,7 +422,8 @@ class MultiHeadAttention(nn.Module):
         if mask is not None:
             _check_mask(mask, torch.Size((*q.shape[:-1], k.size(-2))))
         p = self.dropout.p if self.training else 0.0
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p), None
+        fused = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        return fused, None
 
     def head_mask(self, mask: Tensor, batch: int, len_q: int, len_k: int) -> Tensor:
         """``mask`` as a 4-D tensor that broadcasts to ``(batch, num_heads, L_q, L_k)``."""
