@@ -68,10 +68,10 @@ DECODER_POSITIONS = register(
         title="Where a decoder token may look",
         points=2,
         question=(
-            "An encoder-decoder Transformer translates a source sentence of 6 tokens (no "
-            "padding). The decoder has produced the tokens at positions 0, 1, 2, 3 and now "
-            "processes the token at position 2 (positions count from 0). Which positions may "
-            "that token attend to?"
+            "An encoder-decoder Transformer is trained on a pair of sentences: a source of 6 "
+            "tokens and a target of 4 tokens (no padding). The decoder processes the 4 target "
+            "positions 0, 1, 2, 3 at once (teacher forcing). Which positions may the target "
+            "token at position 2 attend to?"
         ),
         options=(
             Option(
