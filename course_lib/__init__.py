@@ -3,7 +3,8 @@
 Modules, one concept each:
 
 - :mod:`course_lib.positional` -- sinusoidal positional encoding;
-- :mod:`course_lib.attention` -- scaled dot-product attention;
+- :mod:`course_lib.attention` -- scaled dot-product attention, causal and padding masks,
+  multi-head attention;
 - :mod:`course_lib.plotting` -- the figures the chapters draw;
 - :mod:`course_lib.widgets` -- interactive explorers (core ipywidgets only, 7.7 and 8);
 - :mod:`course_lib.notebook` -- helpers for the chapter notebooks;

@@ -13,9 +13,18 @@ import numpy as np
 import torch
 from matplotlib.axes import Axes
 
-__all__ = ["plot_encoding_heatmap", "plot_encoding_waves", "to_numpy"]
+__all__ = [
+    "plot_attention",
+    "plot_attention_heads",
+    "plot_encoding_heatmap",
+    "plot_encoding_waves",
+    "plot_mask",
+    "to_numpy",
+]
 
 ENCODING_CMAP = "RdBu_r"  # diverging: -1 blue, 0 white, +1 red
+ATTENTION_CMAP = "Blues"  # sequential: weight 0 white, weight 1 dark blue
+BLOCKED_COLOR = "#d9d9d9"  # cells a mask does not allow
 
 
 def to_numpy(values: torch.Tensor | np.ndarray) -> np.ndarray:
@@ -91,6 +100,148 @@ def plot_encoding_waves(
     ax.set_ylim(-1.1, 1.1)
     if legend:
         ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def _labels(labels: Sequence[str] | None, size: int, name: str) -> list[str]:
+    if labels is None:
+        return [str(i) for i in range(size)]
+    labels = list(labels)
+    if len(labels) != size:
+        raise ValueError(f"{name} has {len(labels)} labels for {size} rows or columns")
+    return labels
+
+
+def plot_attention(
+    weights: torch.Tensor | np.ndarray,
+    ax: Axes | None = None,
+    *,
+    queries: Sequence[str] | None = None,
+    keys: Sequence[str] | None = None,
+    mask: torch.Tensor | np.ndarray | None = None,
+    title: str | None = None,
+    annotate: bool = True,
+    highlight: int | None = None,
+    colorbar: bool = False,
+) -> Axes:
+    """Draw an attention matrix: one row per query, one column per key, weights in [0, 1].
+
+    Args:
+        weights: ``(L_q, L_k)``, each row a distribution over the keys.
+        ax: where to draw; a new figure if omitted.
+        queries, keys: tick labels (the tokens); positions 0, 1, ... if omitted.
+        mask: optional bool ``(L_q, L_k)``, True where attention is allowed; the other cells
+            are drawn grey with a cross.
+        title: optional axes title.
+        annotate: write each weight in its cell (for small matrices).
+        highlight: a query row to outline.
+        colorbar: whether to add a colour bar.
+    """
+    table = to_numpy(weights)
+    if table.ndim != 2:
+        raise ValueError(f"weights must be 2-D (L_q, L_k), got shape {table.shape}")
+    len_q, len_k = table.shape
+    queries = _labels(queries, len_q, "queries")
+    keys = _labels(keys, len_k, "keys")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(0.5 * len_k + 1.5, 0.5 * len_q + 1))
+    image = ax.imshow(table, cmap=ATTENTION_CMAP, vmin=0, vmax=1, interpolation="nearest")
+    blocked = np.zeros_like(table, dtype=bool)
+    if mask is not None:
+        blocked = ~np.broadcast_to(to_numpy(mask).astype(bool), table.shape)
+        grey = np.zeros((*table.shape, 4))
+        grey[blocked] = plt.matplotlib.colors.to_rgba(BLOCKED_COLOR)
+        ax.imshow(grey, interpolation="nearest")
+    if annotate:
+        for i in range(len_q):
+            for j in range(len_k):
+                if blocked[i, j]:
+                    ax.text(j, i, "×", ha="center", va="center", color="#777777")
+                else:
+                    color = "white" if table[i, j] > 0.6 else "black"
+                    ax.text(j, i, f"{table[i, j]:.2f}", ha="center", va="center",
+                            fontsize="x-small", color=color)  # fmt: skip
+    ax.set_xticks(range(len_k), keys, rotation=45, ha="right")
+    ax.set_yticks(range(len_q), queries)
+    ax.set_xlabel("key")
+    ax.set_ylabel("query")
+    if highlight is not None:
+        ax.add_patch(
+            plt.Rectangle((-0.5, highlight - 0.5), len_k, 1, fill=False, color="#d62728", lw=2)
+        )
+    if title:
+        ax.set_title(title)
+    if colorbar:
+        ax.figure.colorbar(image, ax=ax, label="attention weight")
+    return ax
+
+
+def plot_attention_heads(
+    weights: torch.Tensor | np.ndarray,
+    axes: Sequence[Axes] | None = None,
+    *,
+    queries: Sequence[str] | None = None,
+    keys: Sequence[str] | None = None,
+    annotate: bool = False,
+    highlight: int | None = None,
+) -> list[Axes]:
+    """Draw the attention matrix of every head side by side.
+
+    Args:
+        weights: ``(num_heads, L_q, L_k)`` (one sequence of a batch).
+        axes: one ``Axes`` per head; a new row of them if omitted.
+        queries, keys, annotate, highlight: as in :func:`plot_attention`.
+    """
+    table = to_numpy(weights)
+    if table.ndim != 3:
+        raise ValueError(f"weights must be 3-D (num_heads, L_q, L_k), got shape {table.shape}")
+    heads = table.shape[0]
+    if axes is None:
+        _, row = plt.subplots(1, heads, figsize=(2.6 * heads, 2.8), squeeze=False)
+        axes = list(row[0])
+    if len(axes) != heads:
+        raise ValueError(f"got {len(axes)} axes for {heads} heads")
+    for head, ax in enumerate(axes):
+        plot_attention(table[head], ax, queries=queries, keys=keys, annotate=annotate,
+                       highlight=highlight, title=f"head {head + 1}")  # fmt: skip
+        if head:
+            ax.set_ylabel("")
+    return list(axes)
+
+
+def plot_mask(
+    mask: torch.Tensor | np.ndarray,
+    ax: Axes | None = None,
+    *,
+    queries: Sequence[str] | None = None,
+    keys: Sequence[str] | None = None,
+    title: str | None = None,
+) -> Axes:
+    """Draw a boolean attention mask: allowed cells dark with a tick, the others grey.
+
+    Args:
+        mask: ``(L_q, L_k)``, True where query ``i`` may attend to key ``j``.
+        ax, queries, keys, title: as in :func:`plot_attention`.
+    """
+    table = to_numpy(mask)
+    if table.ndim != 2 or table.dtype != bool:
+        raise ValueError(f"mask must be a 2-D bool array (L_q, L_k), got {table.dtype} "
+                         f"of shape {table.shape}")  # fmt: skip
+    len_q, len_k = table.shape
+    if ax is None:
+        _, ax = plt.subplots(figsize=(0.45 * len_k + 1.5, 0.45 * len_q + 1))
+    colors = plt.matplotlib.colors.ListedColormap([BLOCKED_COLOR, "#3a7dc9"])
+    ax.imshow(table.astype(float), cmap=colors, vmin=0, vmax=1, interpolation="nearest")
+    for i in range(len_q):
+        for j in range(len_k):
+            mark, color = ("✓", "white") if table[i, j] else ("×", "#777777")
+            ax.text(j, i, mark, ha="center", va="center", color=color, fontsize="small")
+    ax.set_xticks(range(len_k), _labels(keys, len_k, "keys"), rotation=45, ha="right")
+    ax.set_yticks(range(len_q), _labels(queries, len_q, "queries"))
+    ax.set_xlabel("key")
+    ax.set_ylabel("query")
     if title:
         ax.set_title(title)
     return ax

@@ -43,6 +43,17 @@ def read_notebook(path: Path) -> nbformat.NotebookNode:
     return nbformat.read(path, as_version=4)
 
 
+def run_cells_in_kernel(cells: list[str], folder: Path) -> nbformat.NotebookNode:
+    """Run code cells in a fresh python3 kernel (in ``folder``), storing the widget state."""
+    from nbclient import NotebookClient
+
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    client = NotebookClient(notebook, kernel_name="python3", timeout=120, store_widget_state=True,
+                            resources={"metadata": {"path": str(folder)}})  # fmt: skip
+    client.execute()
+    return notebook
+
+
 @pytest.fixture(params=chapter_notebooks(), ids=lambda path: path.stem)
 def notebook_path(request) -> Path:
     return request.param

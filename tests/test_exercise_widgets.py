@@ -9,8 +9,8 @@ from pathlib import Path
 import ipywidgets as widgets
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
+from conftest import run_cells_in_kernel
 from course_lib.exercises import Question, ask, evaluate, get_exercise, progress
 from course_lib.exercises._display import result_html, result_panel
 
@@ -115,11 +115,7 @@ KERNEL_CELLS = [
 
 
 def run_in_kernel(tmp_path: Path) -> nbformat.NotebookNode:
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in KERNEL_CELLS])
-    client = NotebookClient(notebook, kernel_name="python3", timeout=120, store_widget_state=True,
-                            resources={"metadata": {"path": str(tmp_path)}})  # fmt: skip
-    client.execute()
-    return notebook
+    return run_cells_in_kernel(KERNEL_CELLS, tmp_path)
 
 
 def widget_models(notebook) -> dict:

@@ -18,7 +18,14 @@ Answers, results and hints are remembered in ``$COURSE_LIB_HOME/progress.json`` 
 :mod:`course_lib.exercises.positional_encoding`, and registered on import.
 """
 
+# The chapters' exercises register on import, in reading order (list_exercises keeps it).
+# isort: off
 from course_lib.exercises import positional_encoding
+from course_lib.exercises import self_attention
+from course_lib.exercises import multi_head_attention
+from course_lib.exercises import masking_and_cross_attention
+
+# isort: on
 from course_lib.exercises._registry import (
     Case,
     Check,
@@ -71,9 +78,12 @@ __all__ = [
     "get_exercise",
     "hint",
     "list_exercises",
+    "masking_and_cross_attention",
+    "multi_head_attention",
     "positional_encoding",
     "progress",
     "progress_file",
     "read_submission",
+    "self_attention",
     "submit",
 ]

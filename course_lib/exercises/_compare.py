@@ -7,7 +7,13 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-__all__ = ["Comparison", "compare_tensors", "describe_type", "not_a_tensor"]
+__all__ = [
+    "Comparison",
+    "compare_results",
+    "compare_tensors",
+    "describe_type",
+    "not_a_tensor",
+]
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,10 @@ def _number(value: float) -> str:
     return f"{value:+.6g}" if abs(value) >= 1e-4 or value == 0 else f"{value:+.3e}"
 
 
+def _entry(value: float, boolean: bool) -> str:
+    return str(bool(value)) if boolean else _number(value)
+
+
 def compare_tensors(
     expected: Tensor,
     got: object,
@@ -83,7 +93,10 @@ def compare_tensors(
     if got.dtype not in expected_dtypes:
         names = " or ".join(str(d).removeprefix("torch.") for d in expected_dtypes)
         dtype = str(got.dtype).removeprefix("torch.")
-        return Comparison(False, f"expected dtype {names}, got {dtype}")
+        hint = ""
+        if expected_dtypes == (torch.bool,):
+            hint = " (a mask is a tensor of True and False: create it with dtype=torch.bool)"
+        return Comparison(False, f"expected dtype {names}, got {dtype}{hint}")
     got64 = got.detach().to(device="cpu", dtype=torch.float64)
     want = expected.detach().to(device="cpu", dtype=torch.float64)
     finite = torch.isfinite(got64)
@@ -104,12 +117,65 @@ def compare_tensors(
             f"all {error.numel()} entries match (largest error {largest:.1e}, tolerance {atol:g})",
         )
     first = int(wrong.nonzero()[0])
-    worst = int(error.reshape(-1).argmax())
     flat_want, flat_got = want.reshape(-1), got64.reshape(-1)
+    boolean = expected.dtype == torch.bool
+    message = (
+        f"{int(wrong.sum())} of {wrong.numel()} entries "
+        + ("differ" if boolean else f"differ by more than the tolerance {atol:g}")
+        + f"; first at {_index(first, got.shape)}: expected "
+        f"{_entry(float(flat_want[first]), boolean)}, got {_entry(float(flat_got[first]), boolean)}"
+    )
+    if not boolean:
+        worst = int(error.reshape(-1).argmax())
+        message += (
+            f"; largest error {float(error.reshape(-1)[worst]):.4g} at {_index(worst, got.shape)}"
+        )
+    return Comparison(False, message)
+
+
+def compare_results(
+    expected: Tensor | tuple[Tensor, ...],
+    got: object,
+    *,
+    names: tuple[str, ...] = (),
+    atol: float,
+    rtol: float = 0.0,
+    expected_dtypes: tuple[torch.dtype, ...] = (torch.float32, torch.float64),
+) -> Comparison:
+    """Compare a function's result with the expected one: a tensor, or a tuple of tensors.
+
+    A tuple result (such as attention's ``(output, weights)``) must come back as a tuple (or
+    list) of as many tensors, in the same order; each part is compared with
+    :func:`compare_tensors` and named in the message by ``names``.
+
+    Args:
+        expected: the reference tensor, or tuple of tensors.
+        got: what the student's code returned.
+        names: the parts' names, one per tensor of a tuple result.
+        atol, rtol, expected_dtypes: as in :func:`compare_tensors`, for every part.
+    """
+    if not isinstance(expected, tuple):
+        return compare_tensors(expected, got, atol=atol, rtol=rtol, expected_dtypes=expected_dtypes)
+    names = names or tuple(f"part {i}" for i in range(len(expected)))
+    if len(names) != len(expected):
+        raise ValueError(f"{len(expected)} parts need {len(expected)} names, got {names}")
+    wanted = f"a tuple ({', '.join(names)})"
+    if not isinstance(got, (tuple, list)):
+        message = f"expected {wanted}, got {describe_type(got)}"
+        if isinstance(got, Tensor):
+            message += f"; return all {len(names)}: return {', '.join(names)}"
+        elif got is None:
+            message += " (did the function forget to return its result?)"
+        return Comparison(False, message)
+    if len(got) != len(expected):
+        return Comparison(False, f"expected {wanted} of {len(expected)} parts, got {len(got)}")
+    verdicts = [
+        compare_tensors(want, have, atol=atol, rtol=rtol, expected_dtypes=expected_dtypes)
+        for want, have in zip(expected, got, strict=True)
+    ]
+    failed = [f"{name}: {v.message}" for name, v in zip(names, verdicts, strict=True) if not v.ok]
+    if failed:
+        return Comparison(False, "; ".join(failed))
     return Comparison(
-        False,
-        f"{int(wrong.sum())} of {wrong.numel()} entries differ by more than the tolerance "
-        f"{atol:g}; first at {_index(first, got.shape)}: expected "
-        f"{_number(float(flat_want[first]))}, got {_number(float(flat_got[first]))}; "
-        f"largest error {float(error.reshape(-1)[worst]):.4g} at {_index(worst, got.shape)}",
+        True, "; ".join(f"{name}: {v.message}" for name, v in zip(names, verdicts, strict=True))
     )

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor
 
-from course_lib.exercises._compare import compare_tensors, describe_type
+from course_lib.exercises._compare import compare_results, describe_type
 from course_lib.exercises._sandbox import Call, run_calls
 
 __all__ = [
@@ -219,7 +219,8 @@ class CodeExercise(Exercise):
     Attributes:
         function: the name and signature the student writes, e.g. ``"positional_encoding"``.
         parameters: the parameter names, in order (the student's function must accept them).
-        reference: ``course_lib``'s own implementation, called with the same arguments.
+        reference: ``course_lib``'s own implementation, called with the same arguments; it
+            returns a tensor, or a tuple of tensors (then ``outputs`` names the parts).
         cases: ``cases(seed)`` builds the inputs: fixed ones, and random ones drawn from a
             generator seeded with ``seed``. The student's check uses ``seed``; a grader
             passes a seed of its own, so the random inputs it uses are unseen.
@@ -228,12 +229,14 @@ class CodeExercise(Exercise):
         dtypes: accepted dtypes of the result.
         blocked: ``course_lib`` functions the student's code may not call.
         timeout: default wall-clock limit in seconds for all cases together.
+        outputs: for a function that returns a tuple of tensors, the names of its parts in
+            order, e.g. ``("output", "weights")``; each part is compared with the reference's.
     """
 
     kind: ClassVar[str] = "code"
     function: str
     parameters: tuple[str, ...]
-    reference: Callable[..., Tensor]
+    reference: Callable[..., Tensor | tuple[Tensor, ...]]
     cases: Callable[[int], Sequence[Case]]
     seed: int
     atol: float
@@ -241,6 +244,7 @@ class CodeExercise(Exercise):
     dtypes: tuple[torch.dtype, ...] = (torch.float32, torch.float64)
     blocked: tuple[Callable, ...] = ()
     timeout: float = DEFAULT_TIMEOUT
+    outputs: tuple[str, ...] = ()
 
     @property
     def checks(self) -> tuple[str, ...]:
@@ -300,8 +304,13 @@ class CodeExercise(Exercise):
         if outcome.status != "returned":
             return Check(case.label, "error", outcome.error)
         expected = self.reference(*case.args, **case.kwargs)
-        verdict = compare_tensors(
-            expected, outcome.value, atol=self.atol, rtol=self.rtol, expected_dtypes=self.dtypes
+        verdict = compare_results(
+            expected,
+            outcome.value,
+            names=self.outputs,
+            atol=self.atol,
+            rtol=self.rtol,
+            expected_dtypes=self.dtypes,
         )
         return Check(case.label, "pass" if verdict.ok else "fail", verdict.message)
 

@@ -131,12 +131,20 @@ def _call(func: Callable, call: Call) -> Outcome:
         if type(error) is NotImplementedError:  # the stub (not its subclasses, e.g. for input())
             return Outcome("not implemented", error="the function raises NotImplementedError")
         return Outcome("raised", error=_describe_error(error, func))
-    if isinstance(value, torch.Tensor):
-        try:
-            value = value.detach().cpu().clone()
-        except Exception as error:  # meta tensors, exotic layouts
-            return Outcome("raised", error=f"returned a tensor that cannot be read ({error})")
+    try:
+        if isinstance(value, torch.Tensor):
+            value = _readable(value)
+        elif isinstance(value, (tuple, list)):  # e.g. attention's (output, weights)
+            parts = [_readable(v) if isinstance(v, torch.Tensor) else v for v in value]
+            value = tuple(parts) if isinstance(value, tuple) else parts
+    except Exception as error:  # meta tensors, exotic layouts
+        return Outcome("raised", error=f"returned a tensor that cannot be read ({error})")
     return Outcome("returned", value=value)
+
+
+def _readable(tensor: torch.Tensor) -> torch.Tensor:
+    """A detached CPU copy, which pickles (a tensor in an autograd graph does not)."""
+    return tensor.detach().cpu().clone()
 
 
 def _encode(outcome: Outcome) -> bytes:

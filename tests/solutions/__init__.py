@@ -5,6 +5,7 @@ tests (and instructors) use them. Code answers do not call ``course_lib``: the c
 that.
 """
 
+from solutions.attention import SOLUTIONS as ATTENTION
 from solutions.positional_encoding import SOLUTIONS as POSITIONAL_ENCODING
 
-SOLUTIONS = {**POSITIONAL_ENCODING}
+SOLUTIONS = {**POSITIONAL_ENCODING, **ATTENTION}
