@@ -27,7 +27,7 @@ from nbclient import NotebookClient
 
 import course_lib
 from conftest import ROOT, book_config
-from course_lib.exercises import get_exercise
+from course_lib.exercises import get_exercise, list_exercises
 from course_lib.exercises._source import function_source
 from course_lib.exercises.submission import content_hash
 from course_lib.grading import cli
@@ -482,10 +482,18 @@ def test_a_student_id_that_looks_like_a_path_is_never_used(batch):
 def test_the_csv_has_a_row_per_student_a_column_per_exercise_and_the_total(batch):
     with open(batch.out / "grades.csv", newline="") as stream:
         header = next(csv.reader(stream))
-    assert header == ["student_id", *EXERCISES, "total", "submitted_utc", "submission", "notes"]
+    every_exercise = [exercise.id for exercise in list_exercises()]
+    assert header == [
+        "student_id",
+        *every_exercise,
+        "total",
+        "submitted_utc",
+        "submission",
+        "notes",
+    ]
     assert list(batch.grades) == sorted(batch.grades)
     for row in batch.grades.values():
-        assert int(row["total"]) == sum(int(row[e] or 0) for e in EXERCISES)
+        assert int(row["total"]) == sum(int(row[e] or 0) for e in every_exercise)
 
 
 # ----------------------------------------------------------------------------- rules
@@ -496,6 +504,55 @@ def small_batch(folder: Path) -> None:
     choice = entry("pe-doubled-index-bug", {"choice": "b"})
     write(folder, "ana", document("ana", [choice], "2026-11-20T10:00:00Z"))
     write(folder, "ben", document("ben", [{**choice, "answer": {"choice": "a"}}]))
+
+
+# ----------------------------------------------------------------------------- every exercise
+
+
+def test_the_model_answer_to_every_code_exercise_of_the_course_earns_its_points(tmp_path):
+    exercises = [e for e in list_exercises() if e.kind == "code"]
+    entries = [
+        code(function_source(SOLUTIONS[e.id]).text, SOLUTIONS[e.id].__name__, e.id)
+        for e in exercises
+    ]
+    (tmp_path / "in").mkdir()
+    write(tmp_path / "in", "model", document("model", entries))
+    assert grade(tmp_path / "in", "--out", tmp_path / "out", "--seed", SEED, "--quiet")[0] == 0
+    graded = results(tmp_path / "out")
+    for exercise in exercises:
+        row = graded["model", exercise.id]
+        assert (row["status"], row["points"]) == ("ok", exercise.points), dict(row)
+
+
+ATTENTION_RETURNING = {
+    "only-output": ("return weights @ value", "expected a tuple (output, weights), got"),
+    "three-parts": ("return weights @ value, weights, 0", "of 2 parts, got 3"),
+    "a-string": ("return weights @ value, 'weights'", "weights: expected a torch.Tensor, got str"),
+    "transposed": ("return weights @ value, weights.transpose(-2, -1)", "weights: expected"),
+}
+
+
+@pytest.mark.parametrize("returned", ATTENTION_RETURNING)
+def test_a_tuple_result_is_compared_part_by_part_with_the_students_own_messages(tmp_path, returned):
+    statement, message = ATTENTION_RETURNING[returned]
+    source = f"""
+        import math
+        import torch
+
+        def attention(query, key, value, mask=None):
+            scores = query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            weights = torch.softmax(scores, dim=-1)
+            {statement}
+        """
+    entries = [code(source, "attention", "scaled-dot-product-attention")]
+    (tmp_path / "in").mkdir()
+    write(tmp_path / "in", "tuples", document("tuples", entries))
+    assert grade(tmp_path / "in", "--out", tmp_path / "out", "--seed", SEED, "--quiet")[0] == 0
+    row = results(tmp_path / "out")["tuples", "scaled-dot-product-attention"]
+    assert row["status"] == "fail" and row["points"] == 0
+    assert message in row["message"], row["message"]
 
 
 def test_running_again_changes_nothing_and_grades_nothing(tmp_path):
@@ -756,10 +813,14 @@ def test_round_trip_from_a_notebook_to_the_csv(tmp_path):
     created = json.loads(path.read_text())["created_utc"]
     assert len(created) == len("2026-11-22T10:15:30.123456Z")
     sha = read_submission_file(path).sha256
+    # Every exercise of the course has a column; those not submitted stay empty.
+    points = {"positional-encoding": "4", "pe-worked-example": "2",
+              "pe-doubled-index-bug": "2", "pe-offset-rotation": "0"}  # fmt: skip
+    ids = [exercise.id for exercise in list_exercises()]
     assert (out / "grades.csv").read_text() == (
-        "student_id,positional-encoding,pe-worked-example,pe-doubled-index-bug,"
-        "pe-offset-rotation,total,submitted_utc,submission,notes\n"
-        f"ana.perez,4,2,2,0,8,{created},{sha},pe-offset-rotation: fail\n"
+        f"student_id,{','.join(ids)},total,submitted_utc,submission,notes\n"
+        f"ana.perez,{','.join(points.get(i, '') for i in ids)},8,{created},{sha},"
+        "pe-offset-rotation: fail\n"
     )
 
 

@@ -51,6 +51,7 @@ HEADER = struct.Struct(">Q")
 MAX_MESSAGE = 64 * 2**20  # bytes of one message between the grader and a worker
 MAX_CHILD_MESSAGE = 32 * 2**20  # bytes of one message from a child to its worker
 MAX_ENTRIES = 1_000_000  # entries of a returned tensor that are sent back
+MAX_PARTS = 8  # items of a returned tuple that are described one by one
 MAX_OUTPUT = 4000  # characters of printed output kept
 SOURCE_NAME = "<submission>"
 TENSOR_DTYPES = (
@@ -118,12 +119,15 @@ def read_message(fd: int, *, deadline: float | None = None, limit: int = MAX_MES
 # --------------------------------------------------------------------------- values
 
 
-def encode_value(value: Any) -> dict[str, Any]:
+def encode_value(value: Any, *, nested: bool = False) -> dict[str, Any]:
     """JSON-ready description of a value: a tensor as its dtype, shape and entries.
 
     ``{"kind": "tensor", "dtype": "float32", "shape": [3, 4], "data": [...]}`` (``data`` is
     ``None`` when the tensor has more than ``MAX_ENTRIES`` entries or a dtype that is not
-    sent), ``{"kind": "object", "module": ..., "type": ...}`` for anything else.
+    sent); a tuple or list of up to ``MAX_PARTS`` values (such as attention's
+    ``(output, weights)``) as ``{"kind": "tuple", "items": [...]}`` with each item described
+    the same way, one level deep; ``{"kind": "object", "module": ..., "type": ...}`` for
+    anything else.
     """
     import torch
 
@@ -137,6 +141,8 @@ def encode_value(value: Any) -> dict[str, Any]:
         if dtype in TENSOR_DTYPES and tensor.numel() <= MAX_ENTRIES:
             data = tensor.reshape(-1).tolist()
         return {"kind": "tensor", "dtype": dtype, "shape": list(tensor.shape), "data": data}
+    if isinstance(value, (tuple, list)) and 0 < len(value) <= MAX_PARTS and not nested:
+        return {"kind": "tuple", "items": [encode_value(item, nested=True) for item in value]}
     kind = type(value)
     return {"kind": "object", "module": kind.__module__, "type": kind.__qualname__}
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from course_lib.exercises._compare import compare_tensors, not_a_tensor
+from course_lib.exercises._compare import compare_results
 from course_lib.exercises._registry import (
     Case,
     Check,
@@ -370,16 +370,41 @@ class Grader:
         value = call.get("value")
         if not isinstance(value, dict):
             return Check(case.label, "error", "the returned value could not be read")
-        if value.get("kind") != "tensor":
-            message = not_a_tensor(str(value.get("module")), str(value.get("type")))
-            return Check(case.label, "fail", message)
-        if value.get("data") is None:
-            return Check(case.label, "fail", self._unsent(exercise, expected, value))
-        got = decode_tensor(value)
-        verdict = compare_tensors(
-            expected, got, atol=exercise.atol, rtol=exercise.rtol, expected_dtypes=exercise.dtypes
+        unsent = self._unsent_part(exercise, expected, value)
+        if unsent:
+            return Check(case.label, "fail", unsent)
+        try:
+            got = _decoded(value)
+        except (KeyError, TypeError, ValueError):
+            return Check(case.label, "error", "the returned value could not be read")
+        verdict = compare_results(
+            expected,
+            got,
+            names=exercise.outputs,
+            atol=exercise.atol,
+            rtol=exercise.rtol,
+            expected_dtypes=exercise.dtypes,
         )
         return Check(case.label, "pass" if verdict.ok else "fail", verdict.message)
+
+    def _unsent_part(
+        self, exercise: CodeExercise, expected: torch.Tensor | tuple, value: dict[str, Any]
+    ) -> str:
+        """Why a result fails whose tensor entries were not sent back, or ``""``."""
+        if value.get("kind") == "tensor" and value.get("data") is None:
+            if isinstance(expected, tuple):
+                return ""  # compared as a tensor where a tuple is expected: that message
+            return self._unsent(exercise, expected, value)
+        items = value.get("items")
+        if value.get("kind") != "tuple" or not isinstance(expected, tuple):
+            return ""
+        if not isinstance(items, list) or len(items) != len(expected):
+            return ""
+        names = exercise.outputs or tuple(f"part {i}" for i in range(len(expected)))
+        for name, want, item in zip(names, expected, items, strict=True):
+            if isinstance(item, dict) and item.get("kind") == "tensor" and item.get("data") is None:
+                return f"{name}: {self._unsent(exercise, want, item)}"
+        return ""
 
     @staticmethod
     def _unsent(exercise: CodeExercise, expected: torch.Tensor, value: dict[str, Any]) -> str:
@@ -389,6 +414,19 @@ class Grader:
             return f"expected shape {tuple(expected.shape)}, got {shape}"
         names = " or ".join(str(d).removeprefix("torch.") for d in exercise.dtypes)
         return f"expected dtype {names}, got {value.get('dtype')}"
+
+
+def _decoded(value: dict[str, Any]) -> object:
+    """What the student's function returned, rebuilt from the worker's description: tensors
+    and tuples as themselves; any other object as a stand-in of the same type name, so that
+    the comparison says what came exactly as the student's own check does."""
+    kind = value.get("kind")
+    if kind == "tensor":
+        return decode_tensor(value) if value.get("data") is not None else torch.empty(0)
+    if kind == "tuple":
+        return tuple(_decoded(item) for item in value["items"])
+    module, name = str(value.get("module"))[:100], str(value.get("type"))[:100]
+    return type(name.rsplit(".", 1)[-1], (), {"__module__": module, "__qualname__": name})()
 
 
 def grade_document(
