@@ -6,8 +6,10 @@ after the other, however many processors are available. Self-attention computes 
 position from the whole input in a few matrix products, one sequential step for any length
 (its work grows as ``L**2``, but all of it can run in parallel).
 
-:func:`time_rnn_vs_attention` measures both on this machine; the counts of sequential steps it
-reports are exact, the times depend on the hardware and are for plotting, not for asserting.
+:func:`time_rnn_vs_attention` measures both on this machine, the RNN twice: as the Python loop
+of :func:`rnn_stepwise` and as ``torch.nn.RNN``, whose loop runs inside PyTorch. The counts of
+sequential steps and of arithmetic (:func:`rnn_matmul_flops`, :func:`attention_matmul_flops`)
+it reports are exact; the times depend on the hardware and are for plotting, not for asserting.
 """
 
 from __future__ import annotations
@@ -24,7 +26,14 @@ from torch import Tensor, nn
 from course_lib._checks import integer, positive_int
 from course_lib.attention import scaled_dot_product_attention
 
-__all__ = ["plot_rnn_vs_attention", "rnn_stepwise", "self_attention", "time_rnn_vs_attention"]
+__all__ = [
+    "attention_matmul_flops",
+    "plot_rnn_vs_attention",
+    "rnn_matmul_flops",
+    "rnn_stepwise",
+    "self_attention",
+    "time_rnn_vs_attention",
+]
 
 
 def rnn_stepwise(x: Tensor, cell: nn.RNNCell, h0: Tensor | None = None) -> Tensor:
@@ -87,6 +96,43 @@ def self_attention(x: Tensor, w_q: nn.Linear, w_k: nn.Linear, w_v: nn.Linear) ->
     return output
 
 
+def rnn_matmul_flops(batch: int, length: int, input_size: int, hidden_size: int) -> int:
+    """Floating-point operations of the matrix products in :func:`rnn_stepwise`.
+
+    Every step multiplies ``x_t`` ``(batch, input_size)`` by ``W_ih^T`` and ``h_{t-1}``
+    ``(batch, hidden_size)`` by ``W_hh^T``; a product of an ``(m, k)`` and a ``(k, n)``
+    matrix costs ``2 m k n`` operations (one multiply and one add per term). So::
+
+        length * 2 * batch * (input_size + hidden_size) * hidden_size
+
+    Biases and ``tanh`` are left out, as in ``torch.utils.flop_counter.FlopCounterMode``,
+    whose count this equals.
+    """
+    sizes = [positive_int(name, value) for name, value in (
+        ("batch", batch), ("length", length), ("input_size", input_size),
+        ("hidden_size", hidden_size),
+    )]  # fmt: skip
+    batch, length, input_size, hidden_size = sizes
+    return length * 2 * batch * (input_size + hidden_size) * hidden_size
+
+
+def attention_matmul_flops(batch: int, length: int, d_model: int, d_k: int, d_v: int) -> int:
+    """Floating-point operations of the matrix products in :func:`self_attention`.
+
+    The three projections cost ``2 * batch * length * d_model * (2 * d_k + d_v)``, the scores
+    ``Q K^T`` ``2 * batch * length**2 * d_k`` and the weighted sum of the values
+    ``2 * batch * length**2 * d_v``. The last two grow with the square of the length. Biases,
+    the scaling and the softmax are left out, as in ``FlopCounterMode``, whose count this
+    equals.
+    """
+    sizes = [positive_int(name, value) for name, value in (
+        ("batch", batch), ("length", length), ("d_model", d_model), ("d_k", d_k), ("d_v", d_v),
+    )]  # fmt: skip
+    batch, length, d_model, d_k, d_v = sizes
+    projections = 2 * batch * length * d_model * (2 * d_k + d_v)
+    return projections + 2 * batch * length**2 * (d_k + d_v)
+
+
 def _best_time(run: Callable[[], object], repeats: int) -> float:
     """Fastest of ``repeats`` timed calls, in seconds, after one untimed warm-up call."""
     run()
@@ -96,6 +142,15 @@ def _best_time(run: Callable[[], object], repeats: int) -> float:
         run()
         best = min(best, time.perf_counter() - start)
     return best
+
+
+def _rnn_with_weights_of(cell: nn.RNNCell) -> nn.RNN:
+    """A one-layer, batch-first ``nn.RNN`` holding (sharing) the weights of ``cell``."""
+    rnn = nn.RNN(cell.input_size, cell.hidden_size, nonlinearity=cell.nonlinearity,
+                 batch_first=True)  # fmt: skip
+    rnn.weight_ih_l0, rnn.weight_hh_l0 = cell.weight_ih, cell.weight_hh
+    rnn.bias_ih_l0, rnn.bias_hh_l0 = cell.bias_ih, cell.bias_hh
+    return rnn
 
 
 def time_rnn_vs_attention(
@@ -109,7 +164,10 @@ def time_rnn_vs_attention(
 
     For each length, the same random batch of shape ``(batch, length, d_model)`` goes through
 
-    - an ``nn.RNNCell(d_model, d_model)`` stepping through the positions (:func:`rnn_stepwise`);
+    - an ``nn.RNNCell(d_model, d_model)`` stepping through the positions in a Python loop
+      (:func:`rnn_stepwise`);
+    - ``torch.nn.RNN`` with the same weights, the same computation with its loop inside
+      PyTorch (no Python overhead per step, but still one step after the other);
     - self-attention with three ``nn.Linear(d_model, d_model)`` projections
       (:func:`self_attention`).
 
@@ -126,9 +184,15 @@ def time_rnn_vs_attention(
         seed: seed of the weights and the inputs.
 
     Returns:
-        One dict per length, in the given order, with the keys ``length``, ``rnn_seconds``,
-        ``attention_seconds``, ``rnn_sequential_steps`` (``= length``: one cell call after
-        the other) and ``attention_sequential_steps`` (``= 1``: one pass over all positions).
+        One dict per length, in the given order, with the keys
+
+        - ``length``;
+        - ``rnn_seconds`` (the Python loop), ``rnn_builtin_seconds`` (``nn.RNN``) and
+          ``attention_seconds``: the measured times;
+        - ``rnn_sequential_steps`` (``= length``: one cell call after the other) and
+          ``attention_sequential_steps`` (``= 1``: one pass over all positions);
+        - ``rnn_flops`` and ``attention_flops``: the exact operation counts of their matrix
+          products (:func:`rnn_matmul_flops`, :func:`attention_matmul_flops`).
 
     Raises:
         ValueError: if ``lengths`` is empty or holds a non-positive length.
@@ -146,6 +210,7 @@ def time_rnn_vs_attention(
         torch.manual_seed(seed)
         cell = nn.RNNCell(d_model, d_model)
         projections = [nn.Linear(d_model, d_model) for _ in range(3)]
+        rnn = _rnn_with_weights_of(cell)  # its own initialisation draws too
     generator = torch.Generator().manual_seed(seed)
     inputs = torch.randn(batch, max(lengths), d_model, generator=generator)
     rows: list[dict[str, int | float]] = []
@@ -156,11 +221,16 @@ def time_rnn_vs_attention(
                 {
                     "length": length,
                     "rnn_seconds": _best_time(partial(rnn_stepwise, x, cell), repeats),
+                    "rnn_builtin_seconds": _best_time(partial(rnn, x), repeats),
                     "attention_seconds": _best_time(
                         partial(self_attention, x, *projections), repeats
                     ),
                     "rnn_sequential_steps": length,
                     "attention_sequential_steps": 1,
+                    "rnn_flops": rnn_matmul_flops(batch, length, d_model, d_model),
+                    "attention_flops": attention_matmul_flops(
+                        batch, length, d_model, d_model, d_model
+                    ),
                 }
             )
     return rows
@@ -171,9 +241,12 @@ def plot_rnn_vs_attention(
 ) -> Axes:
     """Plot the rows of :func:`time_rnn_vs_attention`: time per pass against length, log-log.
 
+    One line for the RNN's Python loop, one for ``nn.RNN`` (if the rows have
+    ``rnn_builtin_seconds``) and one for self-attention.
+
     Args:
         rows: the measurements, each with ``length``, ``rnn_seconds`` and
-            ``attention_seconds``.
+            ``attention_seconds``, and optionally ``rnn_builtin_seconds``.
         ax: where to draw; a new figure if omitted.
         title: optional axes title.
     """
@@ -185,10 +258,14 @@ def plot_rnn_vs_attention(
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4))
     lengths = [row["length"] for row in rows]
-    rnn_ms = [1000 * row["rnn_seconds"] for row in rows]
-    attention_ms = [1000 * row["attention_seconds"] for row in rows]
-    ax.plot(lengths, rnn_ms, "o-", label="RNN, one position after the other")
-    ax.plot(lengths, attention_ms, "s-", label="self-attention, all positions at once")
+    curves = [
+        ("rnn_seconds", "o-", "RNN, Python loop over the positions"),
+        ("rnn_builtin_seconds", "^-", "RNN, torch.nn.RNN (loop inside PyTorch)"),
+        ("attention_seconds", "s-", "self-attention, all positions at once"),
+    ]
+    for key, style, label in curves:
+        if key in rows[0]:
+            ax.plot(lengths, [1000 * row[key] for row in rows], style, label=label)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("sequence length $L$")
