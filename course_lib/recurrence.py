@@ -29,6 +29,7 @@ from course_lib.attention import scaled_dot_product_attention
 __all__ = [
     "attention_matmul_flops",
     "plot_rnn_vs_attention",
+    "rnn_from_cell",
     "rnn_matmul_flops",
     "rnn_stepwise",
     "self_attention",
@@ -144,8 +145,15 @@ def _best_time(run: Callable[[], object], repeats: int) -> float:
     return best
 
 
-def _rnn_with_weights_of(cell: nn.RNNCell) -> nn.RNN:
-    """A one-layer, batch-first ``nn.RNN`` holding (sharing) the weights of ``cell``."""
+def rnn_from_cell(cell: nn.RNNCell) -> nn.RNN:
+    """A one-layer, batch-first ``nn.RNN`` that shares the weights of ``cell``.
+
+    It computes what :func:`rnn_stepwise` computes with ``cell``, with the loop over the
+    positions inside PyTorch: ``rnn(x)[0] == rnn_stepwise(x, cell)`` for ``x`` of shape
+    ``(batch, seq, input_size)``.
+    """
+    if not isinstance(cell, nn.RNNCell):
+        raise TypeError(f"cell must be an nn.RNNCell, got {type(cell).__name__}")
     rnn = nn.RNN(cell.input_size, cell.hidden_size, nonlinearity=cell.nonlinearity,
                  batch_first=True)  # fmt: skip
     rnn.weight_ih_l0, rnn.weight_hh_l0 = cell.weight_ih, cell.weight_hh
@@ -210,7 +218,7 @@ def time_rnn_vs_attention(
         torch.manual_seed(seed)
         cell = nn.RNNCell(d_model, d_model)
         projections = [nn.Linear(d_model, d_model) for _ in range(3)]
-        rnn = _rnn_with_weights_of(cell)  # its own initialisation draws too
+        rnn = rnn_from_cell(cell)  # its own initialisation draws too
     generator = torch.Generator().manual_seed(seed)
     inputs = torch.randn(batch, max(lengths), d_model, generator=generator)
     rows: list[dict[str, int | float]] = []

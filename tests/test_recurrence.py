@@ -14,9 +14,9 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from course_lib.attention import scaled_dot_product_attention
 from course_lib.recurrence import (
-    _rnn_with_weights_of,
     attention_matmul_flops,
     plot_rnn_vs_attention,
+    rnn_from_cell,
     rnn_matmul_flops,
     rnn_stepwise,
     self_attention,
@@ -203,7 +203,7 @@ def test_flop_counts_refuse_non_positive_sizes():
 
 def test_the_builtin_rnn_shares_the_cells_weights_and_computes_the_same():
     cell = nn.RNNCell(5, 7).double()
-    rnn = _rnn_with_weights_of(cell)
+    rnn = rnn_from_cell(cell)
     assert rnn.weight_hh_l0 is cell.weight_hh and rnn.bias_ih_l0 is cell.bias_ih
     x = random(3, 11, 5)
     torch.testing.assert_close(rnn(x)[0], rnn_stepwise(x, cell), rtol=0, atol=1e-12)
@@ -298,3 +298,8 @@ def test_plot_rejects_rows_without_times():
 def test_plot_rejects_no_rows():
     with pytest.raises(ValueError, match="rows must hold at least one measurement"):
         plot_rnn_vs_attention([])
+
+
+def test_rnn_from_cell_refuses_other_modules():
+    with pytest.raises(TypeError, match=r"cell must be an nn\.RNNCell, got GRUCell"):
+        rnn_from_cell(nn.GRUCell(3, 4))
