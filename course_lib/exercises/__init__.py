@@ -18,7 +18,14 @@ Answers, results and hints are remembered in ``$COURSE_LIB_HOME/progress.json`` 
 :mod:`course_lib.exercises.positional_encoding`, and registered on import.
 """
 
+# The chapters' exercises, in reading order: progress() and submissions list them in the
+# order they are registered.
+# isort: off
+from course_lib.exercises import transformers_at_a_glance
+from course_lib.exercises import input_embeddings
 from course_lib.exercises import positional_encoding
+
+# isort: on
 from course_lib.exercises._registry import (
     Case,
     Check,
@@ -70,10 +77,12 @@ __all__ = [
     "evaluate",
     "get_exercise",
     "hint",
+    "input_embeddings",
     "list_exercises",
     "positional_encoding",
     "progress",
     "progress_file",
     "read_submission",
     "submit",
+    "transformers_at_a_glance",
 ]

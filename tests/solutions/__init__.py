@@ -5,6 +5,8 @@ tests (and instructors) use them. Code answers do not call ``course_lib``: the c
 that.
 """
 
+from solutions.input_embeddings import SOLUTIONS as INPUT_EMBEDDINGS
 from solutions.positional_encoding import SOLUTIONS as POSITIONAL_ENCODING
+from solutions.transformers_at_a_glance import SOLUTIONS as TRANSFORMERS_AT_A_GLANCE
 
-SOLUTIONS = {**POSITIONAL_ENCODING}
+SOLUTIONS = {**TRANSFORMERS_AT_A_GLANCE, **INPUT_EMBEDDINGS, **POSITIONAL_ENCODING}
