@@ -42,6 +42,7 @@ __all__ = [
     "Word2VecResult",
     "cbow_examples",
     "nearest_neighbours",
+    "negative_sampling_loss",
     "neighbour_class_agreement",
     "noise_distribution",
     "pca_2d",
@@ -201,6 +202,43 @@ def noise_distribution(counts: Tensor, power: float = 0.75) -> Tensor:
     return weights / weights.sum()
 
 
+# --- the losses -----------------------------------------------------------------------------
+
+
+def negative_sampling_loss(hidden: Tensor, target: Tensor, noise: Tensor) -> Tensor:
+    """Negative sampling: the true target scores high, the noise words score low.
+
+    For each example, with ``v = hidden[n]``, ``u = target[n]`` and noise vectors
+    ``u_1 .. u_k = noise[n]``::
+
+        loss = -log sigmoid(u . v) - sum_j log sigmoid(-u_j . v)
+
+    and the result is the mean over the batch.
+
+    Args:
+        hidden: ``(batch, dim)``, the vector that predicts (skip-gram: the centre word's input
+            vector; CBOW: the mean of the context words' input vectors).
+        target: ``(batch, dim)``, the output vectors of the words to predict.
+        noise: ``(batch, k, dim)``, the output vectors of ``k`` noise words per example.
+
+    Returns:
+        A scalar tensor.
+    """
+    if hidden.dim() != 2 or target.shape != hidden.shape:
+        raise ValueError(
+            f"hidden and target must both have shape (batch, dim), got {tuple(hidden.shape)} "
+            f"and {tuple(target.shape)}"
+        )
+    if noise.dim() != 3 or noise.shape[0] != hidden.shape[0] or noise.shape[2] != hidden.shape[1]:
+        raise ValueError(
+            f"noise must have shape (batch, k, dim) = ({hidden.shape[0]}, k, {hidden.shape[1]}), "
+            f"got {tuple(noise.shape)}"
+        )
+    positive = (target * hidden).sum(dim=-1)  # (batch,)
+    negative = (noise @ hidden[:, :, None]).squeeze(-1)  # (batch, k)
+    return -(F.logsigmoid(positive) + F.logsigmoid(-negative).sum(dim=-1)).mean()
+
+
 # --- the models -----------------------------------------------------------------------------
 
 
@@ -254,9 +292,9 @@ class _Word2Vec(nn.Module):
         noise_ids = torch.multinomial(
             noise, batch * negatives, replacement=True, generator=generator
         ).view(batch, negatives)
-        positive = (self.output_embeddings(targets) * hidden).sum(-1)  # (batch,)
-        negative = (self.output_embeddings(noise_ids) @ hidden[:, :, None]).squeeze(-1)
-        return -(F.logsigmoid(positive) + F.logsigmoid(-negative).sum(-1)).mean()
+        return negative_sampling_loss(
+            hidden, self.output_embeddings(targets), self.output_embeddings(noise_ids)
+        )
 
 
 class SkipGram(_Word2Vec):

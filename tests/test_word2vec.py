@@ -12,6 +12,7 @@ from course_lib.word2vec import (
     SkipGram,
     cbow_examples,
     nearest_neighbours,
+    negative_sampling_loss,
     neighbour_class_agreement,
     noise_distribution,
     pca_2d,
@@ -331,3 +332,35 @@ def test_pca_sign_is_fixed_largest_entry_of_each_axis_is_positive():
 def test_pca_needs_a_matrix_with_two_rows_and_two_columns():
     with pytest.raises(ValueError, match=r"\(n, dim\) tensor with n, dim >= 2, got \(5, 1\)"):
         pca_2d(torch.zeros(5, 1))
+
+
+# --- the negative-sampling loss on its own ---------------------------------------------------
+
+
+def test_negative_sampling_loss_hand_computed():
+    hidden = torch.tensor([[1.0, 0.0]])
+    target = torch.tensor([[2.0, 5.0]])  # u . v = 2
+    noise = torch.tensor([[[0.0, 3.0], [-1.0, 0.0]]])  # u_j . v = 0 and -1
+    expected = -(
+        math.log(1 / (1 + math.exp(-2))) + math.log(0.5) + math.log(1 / (1 + math.exp(-1)))
+    )
+    assert negative_sampling_loss(hidden, target, noise).item() == pytest.approx(expected)
+
+
+def test_negative_sampling_loss_is_the_mean_over_the_batch():
+    g = torch.Generator().manual_seed(0)
+    hidden, target, noise = (
+        torch.randn(3, 4, generator=g),
+        torch.randn(3, 4, generator=g),
+        (torch.randn(3, 2, 4, generator=g)),
+    )
+    each = [negative_sampling_loss(hidden[i : i + 1], target[i : i + 1], noise[i : i + 1])
+            for i in range(3)]  # fmt: skip
+    torch.testing.assert_close(negative_sampling_loss(hidden, target, noise), sum(each) / 3)
+
+
+def test_negative_sampling_loss_checks_the_shapes():
+    with pytest.raises(ValueError, match=r"noise must have shape \(batch, k, dim\) = \(2, k, 4\)"):
+        negative_sampling_loss(torch.zeros(2, 4), torch.zeros(2, 4), torch.zeros(2, 4))
+    with pytest.raises(ValueError, match="hidden and target must both have shape"):
+        negative_sampling_loss(torch.zeros(2, 4), torch.zeros(2, 3), torch.zeros(2, 1, 4))
