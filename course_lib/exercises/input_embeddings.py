@@ -86,7 +86,7 @@ GRADIENT_ROWS = register(
     ValueExercise(
         id="emb-gradient-rows",
         chapter=CHAPTER,
-        title="Which rows learn?",
+        title="Rows that learn",
         points=2,
         question=(
             "An embedding table of 10 rows, created with padding_idx=0, looks up the batch "

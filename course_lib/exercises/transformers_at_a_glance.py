@@ -22,7 +22,7 @@ ARCHITECTURE = register(
     ChoiceExercise(
         id="glance-architecture",
         chapter=CHAPTER,
-        title="Which architecture?",
+        title="Choose an architecture",
         points=2,
         question=(
             "A help desk wants a model that reads an incoming e-mail and sorts it into one of "
