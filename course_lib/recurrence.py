@@ -37,7 +37,31 @@ __all__ = [
 ]
 
 
-def rnn_stepwise(x: Tensor, cell: nn.RNNCell, h0: Tensor | None = None) -> Tensor:
+def _initial_state(x: Tensor, cell: nn.RNNCell, h0: Tensor | None) -> Tensor:
+    """Check the arguments of :func:`rnn_stepwise`; the state to start from."""
+    if not isinstance(cell, nn.RNNCell):
+        raise TypeError(f"cell must be an nn.RNNCell, got {type(cell).__name__}")
+    if not isinstance(x, Tensor) or x.dim() != 3 or x.size(-1) != cell.input_size or not x.size(1):
+        shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
+        raise ValueError(
+            f"expected inputs of shape (batch, seq >= 1, input_size={cell.input_size}), got {shape}"
+        )
+    batch = x.size(0)
+    if h0 is None:
+        return x.new_zeros(batch, cell.hidden_size)
+    if h0.shape != (batch, cell.hidden_size):
+        raise ValueError(
+            f"expected h0 of shape (batch={batch}, hidden_size={cell.hidden_size}), "
+            f"got {tuple(h0.shape)}"
+        )
+    return h0
+
+
+def rnn_stepwise(
+    x: Tensor,
+    cell: nn.RNNCell,
+    h0: Tensor | None = None,
+) -> Tensor:
     """Run an RNN cell over a batch of sequences, one position after the other.
 
     The same as ``nn.RNN(batch_first=True)`` with the cell's weights, written as the explicit
@@ -55,28 +79,12 @@ def rnn_stepwise(x: Tensor, cell: nn.RNNCell, h0: Tensor | None = None) -> Tenso
         TypeError: if ``cell`` is not an ``nn.RNNCell``.
         ValueError: if ``x`` or ``h0`` has the wrong shape.
     """
-    if not isinstance(cell, nn.RNNCell):
-        raise TypeError(f"cell must be an nn.RNNCell, got {type(cell).__name__}")
-    if not isinstance(x, Tensor) or x.dim() != 3 or x.size(-1) != cell.input_size or not x.size(1):
-        shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
-        raise ValueError(
-            f"expected inputs of shape (batch, seq >= 1, input_size={cell.input_size}), got {shape}"
-        )
-    batch, seq, _ = x.shape
-    if h0 is None:
-        h = x.new_zeros(batch, cell.hidden_size)
-    elif h0.shape != (batch, cell.hidden_size):
-        raise ValueError(
-            f"expected h0 of shape (batch={batch}, hidden_size={cell.hidden_size}), "
-            f"got {tuple(h0.shape)}"
-        )
-    else:
-        h = h0
+    h = _initial_state(x, cell, h0)  # (batch, hidden_size)
     states = []
-    for t in range(seq):  # step t cannot start before step t - 1 has produced h
-        h = cell(x[:, t], h)
+    for t in range(x.size(1)):  # step t needs the state of step t - 1
+        h = cell(x[:, t], h)  # (batch, hidden_size)
         states.append(h)
-    return torch.stack(states, dim=1)
+    return torch.stack(states, dim=1)  # (batch, seq, hidden_size)
 
 
 def self_attention(x: Tensor, w_q: nn.Linear, w_k: nn.Linear, w_v: nn.Linear) -> Tensor:

@@ -205,7 +205,24 @@ def noise_distribution(counts: Tensor, power: float = 0.75) -> Tensor:
 # --- the losses -----------------------------------------------------------------------------
 
 
-def negative_sampling_loss(hidden: Tensor, target: Tensor, noise: Tensor) -> Tensor:
+def _check_loss_shapes(hidden: Tensor, target: Tensor, noise: Tensor) -> None:
+    if hidden.dim() != 2 or target.shape != hidden.shape:
+        raise ValueError(
+            f"hidden and target must both have shape (batch, dim), got {tuple(hidden.shape)} "
+            f"and {tuple(target.shape)}"
+        )
+    if noise.dim() != 3 or noise.shape[0] != hidden.shape[0] or noise.shape[2] != hidden.shape[1]:
+        raise ValueError(
+            f"noise must have shape (batch, k, dim) = ({hidden.shape[0]}, k, {hidden.shape[1]}), "
+            f"got {tuple(noise.shape)}"
+        )
+
+
+def negative_sampling_loss(
+    hidden: Tensor,
+    target: Tensor,
+    noise: Tensor,
+) -> Tensor:
     """Negative sampling: the true target scores high, the noise words score low.
 
     For each example, with ``v = hidden[n]``, ``u = target[n]`` and noise vectors
@@ -224,19 +241,11 @@ def negative_sampling_loss(hidden: Tensor, target: Tensor, noise: Tensor) -> Ten
     Returns:
         A scalar tensor.
     """
-    if hidden.dim() != 2 or target.shape != hidden.shape:
-        raise ValueError(
-            f"hidden and target must both have shape (batch, dim), got {tuple(hidden.shape)} "
-            f"and {tuple(target.shape)}"
-        )
-    if noise.dim() != 3 or noise.shape[0] != hidden.shape[0] or noise.shape[2] != hidden.shape[1]:
-        raise ValueError(
-            f"noise must have shape (batch, k, dim) = ({hidden.shape[0]}, k, {hidden.shape[1]}), "
-            f"got {tuple(noise.shape)}"
-        )
-    positive = (target * hidden).sum(dim=-1)  # (batch,)
-    negative = (noise @ hidden[:, :, None]).squeeze(-1)  # (batch, k)
-    return -(F.logsigmoid(positive) + F.logsigmoid(-negative).sum(dim=-1)).mean()
+    _check_loss_shapes(hidden, target, noise)
+    positive = (target * hidden).sum(dim=-1)  # (batch,): u . v
+    negative = (noise @ hidden[:, :, None]).squeeze(-1)  # (batch, k): u_j . v
+    loss = -F.logsigmoid(positive) - F.logsigmoid(-negative).sum(dim=-1)
+    return loss.mean()  # over the batch
 
 
 # --- the models -----------------------------------------------------------------------------
