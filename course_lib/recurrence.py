@@ -169,12 +169,30 @@ def rnn_from_cell(cell: nn.RNNCell) -> nn.RNN:
     return rnn
 
 
+def _measure(
+    x: Tensor, cell: nn.RNNCell, rnn: nn.RNN, projections: list[nn.Linear], repeats: int
+) -> dict[str, int | float]:
+    """One row of :func:`time_rnn_vs_attention` for the batch ``x`` ``(batch, length, d)``."""
+    batch, length, d_model = x.shape
+    return {
+        "length": length,
+        "rnn_seconds": _best_time(partial(rnn_stepwise, x, cell), repeats),
+        "rnn_builtin_seconds": _best_time(partial(rnn, x), repeats),
+        "attention_seconds": _best_time(partial(self_attention, x, *projections), repeats),
+        "rnn_sequential_steps": length,
+        "attention_sequential_steps": 1,
+        "rnn_flops": rnn_matmul_flops(batch, length, d_model, d_model),
+        "attention_flops": attention_matmul_flops(batch, length, d_model, d_model, d_model),
+    }
+
+
 def time_rnn_vs_attention(
     lengths: Sequence[int],
     d_model: int = 64,
     batch: int = 8,
     repeats: int = 3,
     seed: int = 0,
+    threads: int | None = None,
 ) -> list[dict[str, int | float]]:
     """Time one RNN pass against one self-attention pass, for sequences of growing length.
 
@@ -188,9 +206,13 @@ def time_rnn_vs_attention(
       (:func:`self_attention`).
 
     Each pass is run once untimed (warm-up) and then ``repeats`` times; the fastest run counts
-    (``time.perf_counter``, under ``torch.no_grad()``, with torch's thread settings left as
-    they are). Weights and inputs are drawn from ``seed`` without touching the global random
-    state.
+    (``time.perf_counter``, under ``torch.no_grad()``). Weights and inputs are drawn from
+    ``seed`` without touching the global random state.
+
+    ``threads`` sets how many CPU threads PyTorch may use while measuring (the previous
+    setting is restored). On a machine whose cores are busy with other work, threads that
+    wait for each other can make small operations many times slower at random; one thread
+    gives both models the same single core and repeatable times.
 
     Args:
         lengths: the sequence lengths, positive integers.
@@ -198,6 +220,7 @@ def time_rnn_vs_attention(
         batch: sequences per batch.
         repeats: timed runs per measurement.
         seed: seed of the weights and the inputs.
+        threads: CPU threads during the measurement; ``None`` leaves the setting as it is.
 
     Returns:
         One dict per length, in the given order, with the keys
@@ -222,6 +245,8 @@ def time_rnn_vs_attention(
     batch = positive_int("batch", batch)
     repeats = positive_int("repeats", repeats)
     seed = integer("seed", seed)
+    if threads is not None:
+        threads = positive_int("threads", threads)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         cell = nn.RNNCell(d_model, d_model)
@@ -229,27 +254,17 @@ def time_rnn_vs_attention(
         rnn = rnn_from_cell(cell)  # its own initialisation draws too
     generator = torch.Generator().manual_seed(seed)
     inputs = torch.randn(batch, max(lengths), d_model, generator=generator)
-    rows: list[dict[str, int | float]] = []
-    with torch.no_grad():
-        for length in lengths:
-            x = inputs[:, :length].contiguous()
-            rows.append(
-                {
-                    "length": length,
-                    "rnn_seconds": _best_time(partial(rnn_stepwise, x, cell), repeats),
-                    "rnn_builtin_seconds": _best_time(partial(rnn, x), repeats),
-                    "attention_seconds": _best_time(
-                        partial(self_attention, x, *projections), repeats
-                    ),
-                    "rnn_sequential_steps": length,
-                    "attention_sequential_steps": 1,
-                    "rnn_flops": rnn_matmul_flops(batch, length, d_model, d_model),
-                    "attention_flops": attention_matmul_flops(
-                        batch, length, d_model, d_model, d_model
-                    ),
-                }
-            )
-    return rows
+    previous_threads = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        with torch.no_grad():
+            return [
+                _measure(inputs[:, :length].contiguous(), cell, rnn, projections, repeats)
+                for length in lengths
+            ]
+    finally:
+        torch.set_num_threads(previous_threads)
 
 
 def plot_rnn_vs_attention(

@@ -249,6 +249,31 @@ def test_timing_leaves_the_global_random_state_and_threads_alone():
     assert torch.get_num_threads() == threads
 
 
+def test_timing_runs_on_the_threads_asked_for_and_restores_the_setting(monkeypatch):
+    import course_lib.recurrence as recurrence
+
+    seen = []
+    original = recurrence._best_time
+
+    def spy(run, repeats):
+        seen.append(torch.get_num_threads())
+        return original(run, repeats)
+
+    monkeypatch.setattr(recurrence, "_best_time", spy)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        time_rnn_vs_attention([2, 3], d_model=4, batch=1, repeats=1, threads=1)
+        assert seen == [1] * 6 and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_timing_refuses_zero_threads():
+    with pytest.raises(ValueError, match="threads must be a positive integer, got 0"):
+        time_rnn_vs_attention([4], threads=0)
+
+
 def test_timing_leaves_gradients_off():
     time_rnn_vs_attention([2], d_model=4, batch=1, repeats=1)
     assert torch.is_grad_enabled()
