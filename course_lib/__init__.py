@@ -2,13 +2,26 @@
 
 Modules, one concept each:
 
+- :mod:`course_lib.vocab` -- a vocabulary with the special tokens pad, bos, eos, unk, and
+  padded batches with their masks;
+- :mod:`course_lib.embeddings` -- token embeddings (a trainable lookup table, optionally scaled
+  by sqrt(d_model)), the lookup as one-hot times a matrix, image patch embeddings;
+- :mod:`course_lib.word2vec` -- skip-gram and CBOW with negative sampling or the full softmax,
+  nearest neighbours, 2-D projections;
 - :mod:`course_lib.positional` -- sinusoidal positional encoding;
 - :mod:`course_lib.attention` -- scaled dot-product attention, causal and padding masks,
   multi-head attention;
+- :mod:`course_lib.recurrence` -- an RNN stepping through a sequence against self-attention:
+  outputs, operation counts and timings;
+- :mod:`course_lib.discretize` -- a signal to tokens: frames, a k-means codebook, overlap-add;
+- :mod:`course_lib.data` -- the data the course generates itself (a synthetic grammar, number
+  names in English and Spanish);
+- :mod:`course_lib.diagrams` -- the architecture diagram and the map of the course;
 - :mod:`course_lib.plotting` -- the figures the chapters draw;
 - :mod:`course_lib.widgets` -- interactive explorers (core ipywidgets only, 7.7 and 8);
 - :mod:`course_lib.notebook` -- helpers for the chapter notebooks;
-- :mod:`course_lib.exercises` -- the exercises, their checks and the submission file.
+- :mod:`course_lib.exercises` -- the exercises, their checks and the submission file;
+- :mod:`course_lib.grading` -- the instructors' grader (`course-grade`): sandbox, gradebook.
 
 All tensors are batch-first: ``(batch, seq, d_model)``.
 """

@@ -350,6 +350,12 @@ class Codebook:
         Returns:
             int64 tensor of shape ``(...)`` with values in ``0 .. vocab_size - 1``.
         """
+        flat = self._flat_frames(frames)  # (n, frame_length)
+        squared = _squared_distances(flat, self.centroids)  # (n, vocab_size)
+        return squared.argmin(dim=1).reshape(frames.shape[:-1])  # the nearest
+
+    def _flat_frames(self, frames: Tensor) -> Tensor:
+        """Check ``frames`` ``(..., frame_length)`` and flatten it to ``(n, frame_length)``."""
         if not isinstance(frames, Tensor):
             raise TypeError(f"frames must be a torch.Tensor, got {type(frames).__name__}")
         _floating("frames", frames)
@@ -358,8 +364,7 @@ class Codebook:
                 f"frames must have frame_length={self.frame_length} samples in the last "
                 f"dimension, got shape {tuple(frames.shape)}"
             )
-        flat = frames.reshape(-1, self.frame_length).to(self.centroids)
-        return _nearest(flat, self.centroids).reshape(frames.shape[:-1])
+        return frames.reshape(-1, self.frame_length).to(self.centroids)
 
     def decode(self, ids: Tensor) -> Tensor:
         """The entry each token id stands for.

@@ -1,4 +1,6 @@
-"""Token embeddings: a trainable lookup table from token ids to vectors.
+"""Input embeddings: what turns the input of a Transformer into vectors of size ``d_model``.
+
+**Tokens.** A trainable lookup table from token ids to vectors (:class:`TokenEmbedding`).
 
 A vocabulary of ``vocab_size`` tokens and an embedding size ``d_model`` give a weight matrix
 ``W`` of shape ``(vocab_size, d_model)``; token ``i`` is represented by row ``W[i]``. Looking
@@ -11,6 +13,10 @@ building the one-hot vectors. In training, only the rows of the ids in the batch
 
 The Transformer multiplies the looked-up rows by ``sqrt(d_model)`` (Vaswani et al., 2017,
 section 3.4); :class:`TokenEmbedding` does so with ``scale=True``.
+
+**Image patches.** Continuous inputs need no vocabulary: the Vision Transformer (Dosovitskiy
+et al., 2021) cuts an image into square patches (:func:`patchify`) and maps each flattened
+patch to ``d_model`` numbers with one linear layer (:class:`PatchEmbedding`).
 
 For the embeddings that word2vec learns, see :mod:`course_lib.word2vec`.
 """
@@ -25,7 +31,7 @@ from torch import Tensor, nn
 
 from course_lib._checks import integer, positive_int
 
-__all__ = ["TokenEmbedding", "check_token_ids", "one_hot_lookup"]
+__all__ = ["PatchEmbedding", "TokenEmbedding", "check_token_ids", "one_hot_lookup", "patchify"]
 
 
 def check_token_ids(ids: Tensor, vocab_size: int, name: str = "ids") -> None:
@@ -161,9 +167,84 @@ def one_hot_lookup(ids: Tensor, weight: Tensor) -> Tensor:
     Returns:
         ``(batch, seq, d_model)`` (in general ``(*, d_model)``), equal to ``weight[ids]``.
     """
-    if not isinstance(weight, Tensor) or weight.dim() != 2:
-        shape = tuple(weight.shape) if isinstance(weight, Tensor) else type(weight).__name__
-        raise ValueError(f"weight must be a (vocab_size, d_model) matrix, got {shape}")
+    if not isinstance(weight, Tensor):
+        raise TypeError(
+            f"weight must be a (vocab_size, d_model) tensor, got {type(weight).__name__}"
+        )
+    if weight.dim() != 2:
+        raise ValueError(
+            f"weight must be a (vocab_size, d_model) matrix, got {tuple(weight.shape)}"
+        )
     check_token_ids(ids, weight.size(0))
     one_hot = F.one_hot(ids.long(), num_classes=weight.size(0)).to(weight.dtype)  # (*, vocab)
     return one_hot @ weight
+
+
+def patchify(images: Tensor, patch_size: int) -> Tensor:
+    """Cut images into square patches and flatten every patch into one vector.
+
+    Patches do not overlap and are listed in reading order: the top row of patches from left
+    to right, then the next row. Each patch is flattened channel by channel, and within a
+    channel row by row, the order of the weights of a ``Conv2d`` kernel.
+
+    Args:
+        images: ``(batch, channels, height, width)``, height and width multiples of
+            ``patch_size``.
+        patch_size: the side ``p`` of a patch, in pixels.
+
+    Returns:
+        ``(batch, num_patches, channels * p * p)`` with
+        ``num_patches = (height // p) * (width // p)``: a sequence of vectors.
+
+    Raises:
+        ValueError: for images that are not 4-D or whose sides are not multiples of ``p``.
+    """
+    patch_size = positive_int("patch_size", patch_size)
+    if not isinstance(images, Tensor) or images.dim() != 4:
+        shape = tuple(images.shape) if isinstance(images, Tensor) else type(images).__name__
+        raise ValueError(f"images must have shape (batch, channels, height, width), got {shape}")
+    batch, channels, height, width = images.shape
+    if height % patch_size or width % patch_size:
+        raise ValueError(
+            f"the image sides ({height} x {width}) must be multiples of patch_size={patch_size}"
+        )
+    rows, columns = height // patch_size, width // patch_size
+    grid = images.reshape(batch, channels, rows, patch_size, columns, patch_size)
+    grid = grid.permute(0, 2, 4, 1, 3, 5)  # (batch, rows, columns, channels, p, p)
+    return grid.reshape(batch, rows * columns, channels * patch_size * patch_size)
+
+
+class PatchEmbedding(nn.Module):
+    """The input layer of a Vision Transformer: image patches -> vectors of size ``d_model``.
+
+    Each flattened patch (:func:`patchify`) goes through one ``nn.Linear`` with bias. This is
+    the same computation as a ``Conv2d`` whose kernel size and stride both equal the patch
+    size, the form in which ViT implementations often write it.
+
+    Args:
+        channels: colour channels of the images (3 for RGB).
+        patch_size: side of a square patch, in pixels.
+        d_model: size of the output vectors.
+
+    Shape:
+        ``forward(images)``: ``(batch, channels, height, width)`` ->
+        ``(batch, num_patches, d_model)``.
+    """
+
+    def __init__(self, channels: int, patch_size: int, d_model: int) -> None:
+        super().__init__()
+        self.channels = positive_int("channels", channels)
+        self.patch_size = positive_int("patch_size", patch_size)
+        self.d_model = positive_int("d_model", d_model)
+        self.projection = nn.Linear(self.channels * self.patch_size**2, self.d_model)
+
+    def forward(self, images: Tensor) -> Tensor:
+        if isinstance(images, Tensor) and images.dim() == 4 and images.size(1) != self.channels:
+            raise ValueError(
+                f"expected images with {self.channels} channels, (batch, {self.channels}, "
+                f"height, width), got {tuple(images.shape)}"
+            )
+        return self.projection(patchify(images, self.patch_size))
+
+    def extra_repr(self) -> str:
+        return f"channels={self.channels}, patch_size={self.patch_size}, d_model={self.d_model}"

@@ -6,7 +6,7 @@ so that a chapter can compose figures and a widget can redraw them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -19,6 +19,7 @@ __all__ = [
     "plot_encoding_heatmap",
     "plot_encoding_waves",
     "plot_mask",
+    "plot_word_map",
     "to_numpy",
 ]
 
@@ -242,6 +243,53 @@ def plot_mask(
     ax.set_yticks(range(len_q), _labels(queries, len_q, "queries"))
     ax.set_xlabel("key")
     ax.set_ylabel("query")
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def plot_word_map(
+    coords: torch.Tensor | np.ndarray,
+    words: Sequence[str],
+    word_classes: Mapping[str, Sequence[str]],
+    ax: Axes | None = None,
+    *,
+    title: str | None = None,
+    legend: bool = True,
+) -> Axes:
+    """Scatter words at 2-D coordinates (e.g. :func:`course_lib.word2vec.pca_2d`), one colour
+    per word class, each point labelled with its word.
+
+    Args:
+        coords: ``(len(words), 2)``.
+        words: the word of each row.
+        word_classes: class name -> its words; words of no class are drawn in grey.
+        ax: where to draw; a new figure if omitted.
+        title: optional axes title.
+        legend: whether to name the classes in a legend right of the axes.
+    """
+    points = to_numpy(coords)
+    if points.ndim != 2 or points.shape[1] != 2 or points.shape[0] != len(words):
+        raise ValueError(
+            f"coords must have shape (len(words), 2) = ({len(words)}, 2), got {points.shape}"
+        )
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 5))
+    class_of = {word: name for name, members in word_classes.items() for word in members}
+    colours = plt.get_cmap("tab10" if len(word_classes) <= 10 else "tab20")
+    for index, name in enumerate(word_classes):
+        rows = [i for i, word in enumerate(words) if class_of.get(word) == name]
+        if rows:
+            ax.scatter(points[rows, 0], points[rows, 1], s=22, color=colours(index), label=name)
+    others = [i for i, word in enumerate(words) if word not in class_of]
+    if others:
+        ax.scatter(points[others, 0], points[others, 1], s=22, color="#999999", label="other")
+    for (x, y), word in zip(points, words, strict=True):
+        ax.annotate(word, (x, y), xytext=(3, 2), textcoords="offset points", fontsize=7)
+    ax.set_xlabel("first principal component")
+    ax.set_ylabel("second principal component")
+    if legend:
+        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
     if title:
         ax.set_title(title)
     return ax

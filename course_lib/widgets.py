@@ -9,19 +9,37 @@ from __future__ import annotations
 import html
 import math
 import zlib
+from collections.abc import Mapping, Sequence
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from torch import Tensor
 
 from course_lib.attention import causal_mask, scaled_dot_product_attention, split_heads
-from course_lib.plotting import plot_attention, plot_encoding_heatmap, plot_encoding_waves
+from course_lib.discretize import Codebook, frame_signal, overlap_add, reconstruction_snr
+from course_lib.plotting import (
+    plot_attention,
+    plot_encoding_heatmap,
+    plot_encoding_waves,
+    plot_word_map,
+)
 from course_lib.positional import angular_frequencies, sinusoidal_positional_encoding
+from course_lib.vocab import Vocabulary
+from course_lib.word2vec import (
+    Word2VecResult,
+    nearest_neighbours,
+    neighbour_class_agreement,
+    pca_2d,
+)
 
 __all__ = [
     "AttentionExplorer",
+    "DiscretizationExplorer",
     "PositionalEncodingExplorer",
+    "WordMapExplorer",
+    "WordNeighboursExplorer",
     "attention_explorer",
     "positional_encoding_explorer",
 ]
@@ -351,3 +369,300 @@ class AttentionExplorer(widgets.VBox):
 def attention_explorer(**kwargs) -> AttentionExplorer:
     """Build an :class:`AttentionExplorer`; display it as a cell's last expression."""
     return AttentionExplorer(**kwargs)
+
+
+# --- discretization (chapter "Transformers at a glance") -----------------------------------
+
+
+class DiscretizationExplorer(widgets.VBox):
+    """Turn a signal into tokens with a k-means codebook and listen, by eye, to what is left.
+
+    Two sliders choose the vocabulary size ``k`` and the frame length (frames overlap by half:
+    the hop is half the frame length). The figure shows the signal with its reconstruction
+    from the tokens (decoded and overlap-added), and below it the token ids. The readout gives
+    the number of tokens and the signal-to-noise ratio of the reconstruction. Codebooks are
+    learned when a setting is first chosen and kept, so going back is instant.
+
+    Args:
+        signal: 1-D float tensor ``(num_samples,)``.
+        sample_rate: samples per second (for the time axis).
+        vocab_sizes: the choices of ``k``.
+        frame_lengths: the choices of frame length, in samples (even numbers).
+        vocab_size, frame_length: the initial choices.
+        seconds_shown: how much of the signal the figure shows, from the start.
+
+    Attributes:
+        vocab_size, frame_length: the two ``SelectionSlider`` widgets.
+        readout: an HTML widget with the token count and the SNR.
+        output: the Output widget holding the figure.
+    """
+
+    def __init__(
+        self,
+        signal: Tensor,
+        sample_rate: int = 1000,
+        vocab_sizes: Sequence[int] = (2, 4, 8, 16, 32, 64, 128),
+        frame_lengths: Sequence[int] = (10, 20, 40, 80),
+        vocab_size: int = 16,
+        frame_length: int = 40,
+        seconds_shown: float = 1.0,
+    ) -> None:
+        if not isinstance(signal, Tensor) or signal.dim() != 1 or not signal.is_floating_point():
+            raise ValueError("signal must be a 1-D floating-point tensor (num_samples,)")
+        if vocab_size not in vocab_sizes or frame_length not in frame_lengths:
+            raise ValueError(
+                f"vocab_size must be one of {tuple(vocab_sizes)} and frame_length one of "
+                f"{tuple(frame_lengths)}, got {vocab_size} and {frame_length}"
+            )
+        odd = [length for length in frame_lengths if length % 2 or length < 2]
+        if odd:
+            raise ValueError(f"frame lengths must be even (the hop is half), got {odd}")
+        self.signal = signal
+        self.sample_rate = sample_rate
+        self.seconds_shown = seconds_shown
+        self._cache: dict[tuple[int, int], tuple[Tensor, Tensor, float]] = {}
+        self.vocab_size = widgets.SelectionSlider(
+            options=list(vocab_sizes), value=vocab_size, description="vocabulary k",
+            continuous_update=False, layout=_WIDE, style=_LABEL,
+        )  # fmt: skip
+        self.frame_length = widgets.SelectionSlider(
+            options=list(frame_lengths), value=frame_length, description="frame length",
+            continuous_update=False, layout=_WIDE, style=_LABEL,
+        )  # fmt: skip
+        self.readout = widgets.HTML()
+        self.output = widgets.interactive_output(
+            self._draw, {"vocab_size": self.vocab_size, "frame_length": self.frame_length}
+        )
+        super().__init__(
+            [widgets.HBox([self.vocab_size, self.frame_length]), self.readout, self.output]
+        )
+
+    def tokens(self, vocab_size: int, frame_length: int) -> tuple[Tensor, Tensor, float]:
+        """Token ids ``(num_frames,)``, the reconstruction ``(num_samples,)`` and its SNR."""
+        key = (vocab_size, frame_length)
+        if key not in self._cache:
+            hop = frame_length // 2
+            frames = frame_signal(self.signal, frame_length, hop)
+            codebook = Codebook.fit(frames, min(vocab_size, frames.size(0)))
+            ids = codebook.encode(frames)
+            rebuilt = overlap_add(codebook.decode(ids), hop, self.signal.numel())
+            self._cache[key] = (ids, rebuilt, reconstruction_snr(self.signal, rebuilt))
+        return self._cache[key]
+
+    def describe(self, vocab_size: int, frame_length: int) -> str:
+        """The token count, the bits per token and the SNR, as HTML."""
+        ids, _, snr = self.tokens(vocab_size, frame_length)
+        shown = ", ".join(str(i) for i in ids[:12].tolist())
+        return (
+            f"{self.signal.numel()} samples &rarr; <b>{ids.numel()} tokens</b> (frames of "
+            f"{frame_length} samples, hop {frame_length // 2}) from a vocabulary of "
+            f"<b>{vocab_size}</b> ({math.log2(vocab_size):.0f} bits per token); "
+            f"reconstruction SNR <b>{snr:.1f} dB</b><br>first token ids: {shown}, ..."
+        )
+
+    def _draw(self, vocab_size: int, frame_length: int) -> None:
+        self.readout.value = self.describe(vocab_size, frame_length)
+        ids, rebuilt, _ = self.tokens(vocab_size, frame_length)
+        shown = min(self.signal.numel(), int(self.seconds_shown * self.sample_rate))
+        time = torch.arange(shown) / self.sample_rate
+        fig, (ax_wave, ax_ids) = plt.subplots(
+            2, 1, figsize=(10, 4.2), sharex=True, gridspec_kw={"height_ratios": [2, 1]}
+        )
+        ax_wave.plot(time, self.signal[:shown], color="#999999", linewidth=1.5, label="signal")
+        ax_wave.plot(time, rebuilt[:shown], color="C3", linewidth=1, label="from the tokens")
+        ax_wave.set_ylabel("amplitude")
+        ax_wave.legend(loc="upper right", fontsize="small")
+        hop = frame_length // 2
+        starts = torch.arange(ids.numel()) * hop / self.sample_rate
+        inside = starts < shown / self.sample_rate
+        ax_ids.step(starts[inside], ids[inside], where="post", color="C0")
+        ax_ids.set_ylabel("token id")
+        ax_ids.set_xlabel("time (s)")
+        fig.tight_layout()
+        plt.show()
+        plt.close(fig)
+
+
+# --- word embeddings (chapter "Input embeddings") -------------------------------------------
+
+
+def _check_runs(tables: Mapping[str, Tensor], vocab: Vocabulary) -> None:
+    if not tables:
+        raise ValueError("give at least one embedding table, e.g. {'skip-gram': table}")
+    for name, table in tables.items():
+        if not isinstance(table, Tensor) or table.dim() != 2 or table.size(0) != len(vocab):
+            shape = tuple(table.shape) if isinstance(table, Tensor) else type(table).__name__
+            raise ValueError(
+                f"embedding table {name!r} must have shape (len(vocab), dim) = "
+                f"({len(vocab)}, dim), got {shape}"
+            )
+
+
+class WordNeighboursExplorer(widgets.VBox):
+    """Pick a word and see its nearest neighbours by cosine similarity, with their classes.
+
+    Args:
+        embeddings: name -> embedding table ``(len(vocab), dim)``, e.g. one per method.
+        vocab: the vocabulary the rows belong to.
+        word_classes: class name -> its words (:data:`course_lib.data.WORD_CLASSES`).
+        word: the word shown first (default: the first word of the first class).
+        k: how many neighbours to list first.
+
+    Attributes:
+        model, word: ``Dropdown`` widgets; k: an ``IntSlider``.
+        table: an HTML widget with the neighbours (it needs no kernel to be read, so the
+            HTML book shows the initial table).
+    """
+
+    def __init__(
+        self,
+        embeddings: Mapping[str, Tensor],
+        vocab: Vocabulary,
+        word_classes: Mapping[str, Sequence[str]],
+        word: str | None = None,
+        k: int = 5,
+    ) -> None:
+        _check_runs(embeddings, vocab)
+        self.embeddings = dict(embeddings)
+        self.vocab = vocab
+        self.class_of = {w: name for name, words in word_classes.items() for w in words}
+        choices = [(f"{w} ({self.class_of[w]})", w) for w in self.class_of if w in vocab]
+        if not choices:
+            raise ValueError("none of the words of word_classes is in the vocabulary")
+        word = choices[0][1] if word is None else word
+        if word not in vocab or word in vocab.tokens[: len(vocab.special_ids)]:
+            raise ValueError(f"word must be a word of the vocabulary, got {word!r}")
+        if word not in self.class_of:
+            choices.append((word, word))
+        others = len(vocab) - len(vocab.special_ids) - 1
+        if not 1 <= k <= others:
+            raise ValueError(f"k must be between 1 and {others}, got {k}")
+        self.model = widgets.Dropdown(
+            options=list(self.embeddings), description="embeddings", layout=_WIDE, style=_LABEL
+        )
+        self.word = widgets.Dropdown(
+            options=choices, value=word, description="word", layout=_WIDE, style=_LABEL
+        )
+        self.k = widgets.IntSlider(
+            value=k, min=1, max=min(others, 20), description="neighbours k",
+            continuous_update=False, layout=_WIDE, style=_LABEL,
+        )  # fmt: skip
+        self.table = widgets.HTML()
+        for control in (self.model, self.word, self.k):
+            control.observe(self._update, names="value")
+        self._update()
+        super().__init__([widgets.HBox([self.model, self.word]), self.k, self.table])
+
+    def describe(self, model: str, word: str, k: int) -> str:
+        """The ``k`` nearest neighbours of ``word`` in table ``model``, as an HTML table."""
+        neighbours = nearest_neighbours(self.embeddings[model], self.vocab, word, k)
+        own = self.class_of.get(word)
+        rows = []
+        for rank, (other, similarity) in enumerate(neighbours, start=1):
+            kind = self.class_of.get(other, "-")
+            colour = "#1a7f37" if own is not None and kind == own else "#cf222e"
+            bar = max(0.0, similarity) * 120
+            rows.append(
+                f"<tr><td>{rank}</td><td><b>{html.escape(other)}</b></td>"
+                f"<td style='color:{colour}'>{html.escape(kind)}</td>"
+                f"<td style='text-align:right'>{similarity:+.3f}</td>"
+                f"<td><div style='background:{colour};height:9px;width:{bar:.0f}px'></div></td>"
+                "</tr>"
+            )
+        same = sum(self.class_of.get(o) == own for o, _ in neighbours) if own else 0
+        header = (
+            f"<b>{html.escape(word)}</b> ({html.escape(own or 'no class')}), {html.escape(model)}:"
+            f" {same} of {len(neighbours)} nearest neighbours are of the same class"
+        )
+        return (
+            f"<div>{header}</div><table><tr><th>#</th><th>word</th><th>class</th>"
+            f"<th>cosine</th><th></th></tr>{''.join(rows)}</table>"
+        )
+
+    def _update(self, change: dict | None = None) -> None:
+        self.table.value = self.describe(self.model.value, self.word.value, self.k.value)
+
+
+class WordMapExplorer(widgets.VBox):
+    """A slider over the training epochs showing the words in 2-D as they move into classes.
+
+    The 2-D coordinates (:func:`course_lib.word2vec.pca_2d` of each snapshot) and the share of
+    words whose nearest neighbour is of their own class are computed once, when the explorer
+    is built, so moving the slider only redraws.
+
+    Args:
+        runs: name -> the result of :func:`course_lib.word2vec.train_word2vec` trained with
+            ``snapshot_every``; all runs need the same snapshot epochs.
+        vocab: the vocabulary the rows belong to.
+        word_classes: class name -> its words.
+        epoch: the snapshot shown first (default: the last).
+
+    Attributes:
+        run: a ``Dropdown``; epoch: a ``SelectionSlider`` over the snapshot epochs.
+        readout: an HTML widget with the epoch, its loss and the class agreement.
+        output: the Output widget holding the figure.
+    """
+
+    def __init__(
+        self,
+        runs: Mapping[str, Word2VecResult],
+        vocab: Vocabulary,
+        word_classes: Mapping[str, Sequence[str]],
+        epoch: int | None = None,
+    ) -> None:
+        if not runs:
+            raise ValueError("give at least one training run, e.g. {'skip-gram': result}")
+        epochs = None
+        for name, result in runs.items():
+            if not isinstance(result, Word2VecResult) or not result.snapshots:
+                raise ValueError(
+                    f"run {name!r} has no snapshots: train it with train_word2vec(..., "
+                    "snapshot_every=1)"
+                )
+            these = [e for e, _ in result.snapshots]
+            if epochs is not None and these != epochs:
+                raise ValueError(f"all runs need the same snapshot epochs; {name!r} has {these}")
+            epochs = these
+            _check_runs({f"{name}, epoch {e}": table for e, table in result.snapshots}, vocab)
+        assert epochs is not None
+        epoch = epochs[-1] if epoch is None else epoch
+        if epoch not in epochs:
+            raise ValueError(f"epoch must be one of the snapshot epochs {epochs}, got {epoch}")
+        self.vocab = vocab
+        self.word_classes = dict(word_classes)
+        self.words = vocab.tokens[len(vocab.special_ids) :]
+        self.losses = {name: result.losses for name, result in runs.items()}
+        self.coords: dict[tuple[str, int], Tensor] = {}
+        self.agreement: dict[tuple[str, int], float] = {}
+        first = len(vocab.special_ids)
+        for name, result in runs.items():
+            for e, table in result.snapshots:
+                self.coords[name, e] = pca_2d(table[first:])
+                self.agreement[name, e] = neighbour_class_agreement(table, vocab, word_classes)
+        self.run = widgets.Dropdown(
+            options=list(runs), description="embeddings", layout=_WIDE, style=_LABEL
+        )
+        self.epoch = widgets.SelectionSlider(
+            options=epochs, value=epoch, description="epoch",
+            continuous_update=False, layout=_WIDE, style=_LABEL,
+        )  # fmt: skip
+        self.readout = widgets.HTML()
+        self.output = widgets.interactive_output(self._draw, {"run": self.run, "epoch": self.epoch})
+        super().__init__([widgets.HBox([self.run, self.epoch]), self.readout, self.output])
+
+    def describe(self, run: str, epoch: int) -> str:
+        """The epoch, the loss of that epoch and the class agreement, as HTML."""
+        loss = "before training" if epoch == 0 else f"mean loss {self.losses[run][epoch - 1]:.3f}"
+        share = self.agreement[run, epoch]
+        return (
+            f"<b>{html.escape(run)}, epoch {epoch}</b> ({loss}): for <b>{share:.0%}</b> of the "
+            "words the nearest neighbour is a word of the same class"
+        )
+
+    def _draw(self, run: str, epoch: int) -> None:
+        self.readout.value = self.describe(run, epoch)
+        fig, ax = plt.subplots(figsize=(8.5, 5))
+        plot_word_map(self.coords[run, epoch], self.words, self.word_classes, ax)
+        fig.tight_layout()
+        plt.show()
+        plt.close(fig)

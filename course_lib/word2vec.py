@@ -20,8 +20,9 @@ and :func:`pca_2d` make visible.
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -41,6 +42,7 @@ __all__ = [
     "Word2VecResult",
     "cbow_examples",
     "nearest_neighbours",
+    "negative_sampling_loss",
     "neighbour_class_agreement",
     "noise_distribution",
     "pca_2d",
@@ -200,6 +202,52 @@ def noise_distribution(counts: Tensor, power: float = 0.75) -> Tensor:
     return weights / weights.sum()
 
 
+# --- the losses -----------------------------------------------------------------------------
+
+
+def _check_loss_shapes(hidden: Tensor, target: Tensor, noise: Tensor) -> None:
+    if hidden.dim() != 2 or target.shape != hidden.shape:
+        raise ValueError(
+            f"hidden and target must both have shape (batch, dim), got {tuple(hidden.shape)} "
+            f"and {tuple(target.shape)}"
+        )
+    if noise.dim() != 3 or noise.shape[0] != hidden.shape[0] or noise.shape[2] != hidden.shape[1]:
+        raise ValueError(
+            f"noise must have shape (batch, k, dim) = ({hidden.shape[0]}, k, {hidden.shape[1]}), "
+            f"got {tuple(noise.shape)}"
+        )
+
+
+def negative_sampling_loss(
+    hidden: Tensor,
+    target: Tensor,
+    noise: Tensor,
+) -> Tensor:
+    """Negative sampling: the true target scores high, the noise words score low.
+
+    For each example, with ``v = hidden[n]``, ``u = target[n]`` and noise vectors
+    ``u_1 .. u_k = noise[n]``::
+
+        loss = -log sigmoid(u . v) - sum_j log sigmoid(-u_j . v)
+
+    and the result is the mean over the batch.
+
+    Args:
+        hidden: ``(batch, dim)``, the vector that predicts (skip-gram: the centre word's input
+            vector; CBOW: the mean of the context words' input vectors).
+        target: ``(batch, dim)``, the output vectors of the words to predict.
+        noise: ``(batch, k, dim)``, the output vectors of ``k`` noise words per example.
+
+    Returns:
+        A scalar tensor.
+    """
+    _check_loss_shapes(hidden, target, noise)
+    positive = (target * hidden).sum(dim=-1)  # (batch,): u . v
+    negative = (noise @ hidden[:, :, None]).squeeze(-1)  # (batch, k): u_j . v
+    loss = -F.logsigmoid(positive) - F.logsigmoid(-negative).sum(dim=-1)
+    return loss.mean()  # over the batch
+
+
 # --- the models -----------------------------------------------------------------------------
 
 
@@ -253,9 +301,9 @@ class _Word2Vec(nn.Module):
         noise_ids = torch.multinomial(
             noise, batch * negatives, replacement=True, generator=generator
         ).view(batch, negatives)
-        positive = (self.output_embeddings(targets) * hidden).sum(-1)  # (batch,)
-        negative = (self.output_embeddings(noise_ids) @ hidden[:, :, None]).squeeze(-1)
-        return -(F.logsigmoid(positive) + F.logsigmoid(-negative).sum(-1)).mean()
+        return negative_sampling_loss(
+            hidden, self.output_embeddings(targets), self.output_embeddings(noise_ids)
+        )
 
 
 class SkipGram(_Word2Vec):
@@ -363,8 +411,19 @@ class Word2VecResult:
     model: nn.Module | None = None
 
 
+@contextlib.contextmanager
+def _one_thread() -> Iterator[None]:
+    """Run the block on one CPU thread, then restore the thread count as it was."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def train_word2vec(
-    sentences_ids: Sequence[Sequence[int] | Tensor],
+    sentence_ids: Sequence[Sequence[int] | Tensor],
     vocab_size: int,
     method: str = "skipgram",
     dim: int = 16,
@@ -381,10 +440,15 @@ def train_word2vec(
 
     Every random choice (initial vectors, order of the examples, noise words) comes from one
     ``torch.Generator`` seeded with ``seed``, so the same arguments give the same embeddings
-    (on the same machine and PyTorch version), and the global random state is not used.
+    (with the same PyTorch version and CPU), and the global random state is not used.
+
+    Training runs on one CPU thread, whatever ``torch.get_num_threads()`` says (the setting
+    is restored afterwards): the matrices of word2vec are too small for threads to help, and
+    on a machine whose cores are busy, waiting threads made training several times slower.
+    One thread also makes the result independent of the number of cores.
 
     Args:
-        sentences_ids: the corpus, a list of sentences of ids (``Vocabulary.encode``).
+        sentence_ids: the corpus, a list of sentences of ids (``Vocabulary.encode``).
         vocab_size: number of ids (``len(vocab)``).
         method: ``"skipgram"`` or ``"cbow"``.
         dim: embedding size.
@@ -413,12 +477,12 @@ def train_word2vec(
 
     examples: tuple[Tensor, ...]
     if method == "skipgram":
-        examples = tuple(skipgram_pairs(sentences_ids, window))
+        examples = tuple(skipgram_pairs(sentence_ids, window))
         model: _Word2Vec = SkipGram(vocab_size, dim, generator=generator)
     else:
-        examples = tuple(cbow_examples(sentences_ids, window))
+        examples = tuple(cbow_examples(sentence_ids, window))
         model = CBOW(vocab_size, dim, generator=generator)
-    noise = noise_distribution(unigram_counts(sentences_ids, vocab_size)).float()
+    noise = noise_distribution(unigram_counts(sentence_ids, vocab_size)).float()
     count = examples[0].size(0)
     if count == 0:
         raise ValueError("the corpus gives no training example: no sentence has two words")
@@ -426,25 +490,26 @@ def train_word2vec(
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     snapshots = [(0, model.embeddings)] if snapshot_every else []
     losses: list[float] = []
-    for epoch in range(1, epochs + 1):
-        order = torch.randperm(count, generator=generator)
-        total = 0.0
-        for start in range(0, count, batch_size):
-            batch = [tensor[order[start : start + batch_size]] for tensor in examples]
-            loss = model.loss(
-                *batch,
-                noise=noise,
-                negatives=negatives,
-                full_softmax=full_softmax,
-                generator=generator,
-            )
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            total += loss.item() * batch[0].size(0)
-        losses.append(total / count)
-        if snapshot_every and (epoch % snapshot_every == 0 or epoch == epochs):
-            snapshots.append((epoch, model.embeddings))
+    with _one_thread():
+        for epoch in range(1, epochs + 1):
+            order = torch.randperm(count, generator=generator)
+            total = 0.0
+            for start in range(0, count, batch_size):
+                batch = [tensor[order[start : start + batch_size]] for tensor in examples]
+                loss = model.loss(
+                    *batch,
+                    noise=noise,
+                    negatives=negatives,
+                    full_softmax=full_softmax,
+                    generator=generator,
+                )
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                total += loss.item() * batch[0].size(0)
+            losses.append(total / count)
+            if snapshot_every and (epoch % snapshot_every == 0 or epoch == epochs):
+                snapshots.append((epoch, model.embeddings))
     return Word2VecResult(model.embeddings, losses, snapshots, model)
 
 

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from bs4 import BeautifulSoup
 
 from conftest import ROOT, book_config, chapter_notebooks, toc_files
@@ -38,6 +39,27 @@ def page(html: Path, name: str) -> BeautifulSoup:
 
 def chapter_pages() -> list[str]:
     return [f"chapters/{path.stem}" for path in chapter_notebooks()]
+
+
+def chapter_numbers() -> dict[str, int]:
+    """The number Sphinx gives each chapter of a numbered part of _toc.yml, in reading order.
+
+    With ``use_multitoc_numbering`` (sphinx-multitoc-numbering) the numbers run on from one
+    numbered part to the next; without it every numbered part starts again at 1.
+    """
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    running = book_config().get("html", {}).get("use_multitoc_numbering", False)
+    numbers: dict[str, int] = {}
+    count = 0
+    for part in toc.get("parts", []):
+        if not part.get("numbered"):
+            continue
+        if not running:
+            count = 0
+        for chapter in part.get("chapters", []):
+            count += 1
+            numbers[chapter["file"]] = count
+    return numbers
 
 
 def test_every_table_of_contents_entry_has_a_page(html):
@@ -79,6 +101,30 @@ def test_chapter_figures_are_numbered_and_described(html, name):
     for figure in figures:
         assert re.match(r"Figure \d+\.\d+", figure.find(class_="caption-number").get_text())
         assert figure.find("img")["alt"].strip()
+
+
+def test_chapters_of_numbered_parts_are_numbered_in_reading_order():
+    numbers = chapter_numbers()
+    assert numbers, "_toc.yml has no numbered part"
+    assert sorted(numbers.values()) == list(range(1, len(numbers) + 1))
+    assert all(f"chapters/{path.stem}" in numbers for path in chapter_notebooks())
+
+
+@pytest.mark.parametrize("name", chapter_pages())
+def test_figures_carry_their_chapters_number_and_count_from_one(html, name):
+    chapter = chapter_numbers()[name]
+    soup = page(html, name)
+    captions = [f.find(class_="caption-number").get_text().strip() for f in soup.find_all("figure")]
+    expected = [f"Figure {chapter}.{index}" for index in range(1, len(captions) + 1)]
+    assert [caption.rstrip(" .") for caption in captions] == expected
+    references = [  # references to this page's own figures
+        span.get_text()
+        for span in soup.select("a.reference span.std-numref")
+        if span.find_parent("a")["href"].startswith("#")
+    ]
+    assert references, "the text refers to its figures with {numref}"
+    for text in references:
+        assert re.fullmatch(rf"Figure {chapter}\.\d+", text), text
 
 
 @pytest.mark.parametrize("name", chapter_pages())

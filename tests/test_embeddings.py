@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from course_lib.embeddings import TokenEmbedding, one_hot_lookup
+from course_lib.embeddings import PatchEmbedding, TokenEmbedding, one_hot_lookup, patchify
 
 
 def ids_batch() -> torch.Tensor:
@@ -104,6 +104,10 @@ def test_one_hot_lookup_gives_the_same_gradient_as_the_lookup():
 def test_one_hot_lookup_checks_its_arguments():
     with pytest.raises(ValueError, match=r"weight must be a \(vocab_size, d_model\) matrix"):
         one_hot_lookup(torch.tensor([0]), torch.zeros(3))
+    with pytest.raises(
+        TypeError, match=r"weight must be a \(vocab_size, d_model\) tensor, got list"
+    ):
+        one_hot_lookup(torch.tensor([0]), [[1.0, 2.0]])
     with pytest.raises(IndexError, match=r"token id 3 .* outside"):
         one_hot_lookup(torch.tensor([3]), torch.zeros(3, 2))
 
@@ -216,3 +220,63 @@ def test_sizes_must_be_positive_integers():
         TokenEmbedding(10, 0)
     with pytest.raises(TypeError, match="vocab_size must be an integer"):
         TokenEmbedding(10.0, 4)
+
+
+# --- image patches --------------------------------------------------------------------------
+
+
+def test_patchify_shape_of_vit_base():
+    images = torch.zeros(2, 3, 224, 224)
+    assert patchify(images, 16).shape == (2, 196, 768)  # 14 x 14 patches of 3 * 16 * 16
+
+
+def test_patchify_hand_checked_order_reading_order_then_channel_row_column():
+    image = torch.arange(2 * 4 * 4, dtype=torch.float32).reshape(1, 2, 4, 4)  # 2 channels
+    patches = patchify(image, 2)
+    assert patches.shape == (1, 4, 8)
+    # the top-left patch: channel 0 rows 0-1, columns 0-1, then the same pixels of channel 1
+    assert patches[0, 0].tolist() == [0, 1, 4, 5, 16, 17, 20, 21]
+    # the second patch is to its right, the third below it
+    assert patches[0, 1].tolist() == [2, 3, 6, 7, 18, 19, 22, 23]
+    assert patches[0, 2].tolist() == [8, 9, 12, 13, 24, 25, 28, 29]
+
+
+def test_patchify_of_rectangular_images_counts_rows_times_columns():
+    assert patchify(torch.zeros(1, 1, 8, 12), 4).shape == (1, 6, 16)
+
+
+@pytest.mark.parametrize(
+    "shape, message",
+    [
+        ((3, 32, 32), "images must have shape"),
+        ((1, 3, 30, 32), "must be multiples of patch_size=8"),
+    ],
+)
+def test_patchify_refuses_bad_images(shape, message):
+    with pytest.raises(ValueError, match=message):
+        patchify(torch.zeros(shape), 8)
+
+
+def test_patch_embedding_equals_a_conv2d_with_stride_equal_to_the_patch_size():
+    torch.manual_seed(0)
+    layer = PatchEmbedding(channels=3, patch_size=4, d_model=10)
+    conv = nn.Conv2d(3, 10, kernel_size=4, stride=4)
+    with torch.no_grad():
+        conv.weight.copy_(layer.projection.weight.reshape(10, 3, 4, 4))
+        conv.bias.copy_(layer.projection.bias)
+    images = torch.randn(2, 3, 16, 12, generator=torch.Generator().manual_seed(1))
+    expected = conv(images).flatten(2).transpose(1, 2)  # (batch, patches, d_model)
+    torch.testing.assert_close(layer(images), expected, rtol=1e-5, atol=1e-5)
+    assert layer(images).shape == (2, 12, 10)
+
+
+def test_patch_embedding_refuses_the_wrong_number_of_channels():
+    with pytest.raises(ValueError, match=r"expected images with 3 channels.*got \(2, 1, 8, 8\)"):
+        PatchEmbedding(3, 4, 8)(torch.zeros(2, 1, 8, 8))
+
+
+def test_patch_embedding_has_one_weight_per_pixel_value_and_output():
+    layer = PatchEmbedding(3, 16, 768)
+    assert layer.projection.weight.shape == (768, 768)
+    assert sum(p.numel() for p in layer.parameters()) == 768 * 768 + 768
+    assert "patch_size=16" in repr(layer)

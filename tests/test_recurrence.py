@@ -10,10 +10,14 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
 
 from course_lib.attention import scaled_dot_product_attention
 from course_lib.recurrence import (
+    attention_matmul_flops,
     plot_rnn_vs_attention,
+    rnn_from_cell,
+    rnn_matmul_flops,
     rnn_stepwise,
     self_attention,
     time_rnn_vs_attention,
@@ -22,9 +26,12 @@ from course_lib.recurrence import (
 ROW_KEYS = {
     "length",
     "rnn_seconds",
+    "rnn_builtin_seconds",
     "attention_seconds",
     "rnn_sequential_steps",
     "attention_sequential_steps",
+    "rnn_flops",
+    "attention_flops",
 }
 
 
@@ -144,6 +151,64 @@ def test_self_attention_output_at_every_position_sees_a_later_input():
     assert (difference.sum(dim=-1) > 0).all()
 
 
+# --- counting the arithmetic ----------------------------------------------------------------
+
+
+def counted_flops(function, *args) -> int:
+    with FlopCounterMode(display=False) as counter:
+        function(*args)
+    return counter.get_total_flops()
+
+
+@pytest.mark.parametrize("batch, length, input_size, hidden_size", [(2, 5, 16, 16), (3, 7, 4, 9)])
+def test_rnn_flops_equal_pytorchs_flop_counter(batch, length, input_size, hidden_size):
+    cell = nn.RNNCell(input_size, hidden_size)
+    x = torch.zeros(batch, length, input_size)
+    expected = counted_flops(rnn_stepwise, x, cell)
+    assert rnn_matmul_flops(batch, length, input_size, hidden_size) == expected
+
+
+@pytest.mark.parametrize("batch, length, d_model, d_k, d_v", [(2, 5, 16, 16, 16), (1, 9, 8, 4, 6)])
+def test_attention_flops_equal_pytorchs_flop_counter(batch, length, d_model, d_k, d_v):
+    w_q, w_k, w_v = nn.Linear(d_model, d_k), nn.Linear(d_model, d_k), nn.Linear(d_model, d_v)
+    x = torch.zeros(batch, length, d_model)
+    expected = counted_flops(self_attention, x, w_q, w_k, w_v)
+    assert attention_matmul_flops(batch, length, d_model, d_k, d_v) == expected
+
+
+def test_flops_hand_computed():
+    # one step, one sequence: (1 x 2)(2 x 3) and (1 x 3)(3 x 3): 2 * (6 + 9) = 30
+    assert rnn_matmul_flops(1, 1, 2, 3) == 30
+    # projections 2 * 2 * 4 * (2 * 3 + 5) = 176; scores and sum 2 * 2**2 * (3 + 5) = 64
+    assert attention_matmul_flops(1, 2, 4, 3, 5) == 176 + 64
+
+
+def test_attention_flops_grow_with_the_square_of_the_length_rnn_flops_linearly():
+    assert rnn_matmul_flops(1, 200, 8, 8) == 2 * rnn_matmul_flops(1, 100, 8, 8)
+    quadratic = attention_matmul_flops(1, 200, 8, 8, 8) - 2 * attention_matmul_flops(
+        1, 100, 8, 8, 8
+    )
+    assert quadratic == 2 * 200 * 100 * 16  # 2 L^2 (d_k + d_v) at L = 200, minus twice at 100
+
+
+def test_flop_counts_refuse_non_positive_sizes():
+    with pytest.raises(ValueError, match="length must be a positive integer, got 0"):
+        rnn_matmul_flops(1, 0, 4, 4)
+    with pytest.raises(TypeError, match="d_k must be an integer"):
+        attention_matmul_flops(1, 2, 4, 2.5, 4)
+
+
+# --- the builtin RNN with the cell's weights ------------------------------------------------
+
+
+def test_the_builtin_rnn_shares_the_cells_weights_and_computes_the_same():
+    cell = nn.RNNCell(5, 7).double()
+    rnn = rnn_from_cell(cell)
+    assert rnn.weight_hh_l0 is cell.weight_hh and rnn.bias_ih_l0 is cell.bias_ih
+    x = random(3, 11, 5)
+    torch.testing.assert_close(rnn(x)[0], rnn_stepwise(x, cell), rtol=0, atol=1e-12)
+
+
 # --- timing ---------------------------------------------------------------------------------
 
 
@@ -164,8 +229,14 @@ def test_rnn_needs_one_sequential_step_per_position_attention_one_in_all(rows):
 
 def test_times_are_positive_seconds(rows):
     for row in rows:
-        assert isinstance(row["rnn_seconds"], float) and row["rnn_seconds"] > 0
-        assert isinstance(row["attention_seconds"], float) and row["attention_seconds"] > 0
+        for key in ("rnn_seconds", "rnn_builtin_seconds", "attention_seconds"):
+            assert isinstance(row[key], float) and row[key] > 0
+
+
+def test_rows_carry_the_exact_flop_counts(rows):
+    for row in rows:
+        assert row["rnn_flops"] == rnn_matmul_flops(2, row["length"], 16, 16)
+        assert row["attention_flops"] == attention_matmul_flops(2, row["length"], 16, 16, 16)
 
 
 def test_timing_leaves_the_global_random_state_and_threads_alone():
@@ -176,6 +247,31 @@ def test_timing_leaves_the_global_random_state_and_threads_alone():
     time_rnn_vs_attention([2], d_model=4, batch=1, repeats=1)
     torch.testing.assert_close(torch.rand(3), expected)
     assert torch.get_num_threads() == threads
+
+
+def test_timing_runs_on_the_threads_asked_for_and_restores_the_setting(monkeypatch):
+    import course_lib.recurrence as recurrence
+
+    seen = []
+    original = recurrence._best_time
+
+    def spy(run, repeats):
+        seen.append(torch.get_num_threads())
+        return original(run, repeats)
+
+    monkeypatch.setattr(recurrence, "_best_time", spy)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        time_rnn_vs_attention([2, 3], d_model=4, batch=1, repeats=1, threads=1)
+        assert seen == [1] * 6 and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_timing_refuses_zero_threads():
+    with pytest.raises(ValueError, match="threads must be a positive integer, got 0"):
+        time_rnn_vs_attention([4], threads=0)
 
 
 def test_timing_leaves_gradients_off():
@@ -200,12 +296,17 @@ def test_timing_rejects_zero_repeats():
 def test_plot_draws_one_line_per_model_on_log_axes(rows):
     _, ax = plt.subplots()
     assert plot_rnn_vs_attention(rows, ax) is ax
-    assert len(ax.lines) == 2
+    assert len(ax.lines) == 3
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
     assert list(ax.lines[0].get_xdata()) == [4, 16, 8]
     labels = [text.get_text() for text in ax.get_legend().get_texts()]
-    assert any("RNN" in label for label in labels)
+    assert sum("RNN" in label for label in labels) == 2
     assert any("attention" in label for label in labels)
+
+
+def test_plot_leaves_out_the_builtin_rnn_when_it_was_not_measured(rows):
+    without = [{k: v for k, v in row.items() if k != "rnn_builtin_seconds"} for row in rows]
+    assert len(plot_rnn_vs_attention(without).lines) == 2
 
 
 def test_plot_shows_milliseconds(rows):
@@ -222,3 +323,8 @@ def test_plot_rejects_rows_without_times():
 def test_plot_rejects_no_rows():
     with pytest.raises(ValueError, match="rows must hold at least one measurement"):
         plot_rnn_vs_attention([])
+
+
+def test_rnn_from_cell_refuses_other_modules():
+    with pytest.raises(TypeError, match=r"cell must be an nn\.RNNCell, got GRUCell"):
+        rnn_from_cell(nn.GRUCell(3, 4))

@@ -18,8 +18,11 @@ Answers, results and hints are remembered in ``$COURSE_LIB_HOME/progress.json`` 
 :mod:`course_lib.exercises.positional_encoding`, and registered on import.
 """
 
-# The chapters' exercises register on import, in reading order (list_exercises keeps it).
+# The chapters' exercises, in reading order: progress() and submissions list them in the
+# order they are registered.
 # isort: off
+from course_lib.exercises import transformers_at_a_glance
+from course_lib.exercises import input_embeddings
 from course_lib.exercises import positional_encoding
 from course_lib.exercises import self_attention
 from course_lib.exercises import multi_head_attention
@@ -77,6 +80,7 @@ __all__ = [
     "evaluate",
     "get_exercise",
     "hint",
+    "input_embeddings",
     "list_exercises",
     "masking_and_cross_attention",
     "multi_head_attention",
@@ -86,4 +90,5 @@ __all__ = [
     "read_submission",
     "self_attention",
     "submit",
+    "transformers_at_a_glance",
 ]

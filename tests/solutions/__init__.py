@@ -6,6 +6,13 @@ that.
 """
 
 from solutions.attention import SOLUTIONS as ATTENTION
+from solutions.input_embeddings import SOLUTIONS as INPUT_EMBEDDINGS
 from solutions.positional_encoding import SOLUTIONS as POSITIONAL_ENCODING
+from solutions.transformers_at_a_glance import SOLUTIONS as TRANSFORMERS_AT_A_GLANCE
 
-SOLUTIONS = {**POSITIONAL_ENCODING, **ATTENTION}
+SOLUTIONS = {
+    **TRANSFORMERS_AT_A_GLANCE,
+    **INPUT_EMBEDDINGS,
+    **POSITIONAL_ENCODING,
+    **ATTENTION,
+}
