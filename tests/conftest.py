@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import atexit
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import nbformat
@@ -15,11 +11,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = ROOT / "chapters"
 
-# Exercise progress goes to a fresh folder for this test session, never to ~/.course_lib: the
-# notebook kernels that nbval starts inherit it, so every chapter starts with nothing answered.
-SESSION_HOME = tempfile.mkdtemp(prefix="course-lib-home-")
-os.environ["COURSE_LIB_HOME"] = SESSION_HOME
-atexit.register(shutil.rmtree, SESSION_HOME, ignore_errors=True)
+# The session's fresh progress folder (COURSE_LIB_HOME) is set by the conftest.py at the root.
 
 
 def book_config() -> dict:
