@@ -10,7 +10,9 @@
 Every command first creates or updates the virtual environment .venv from the pinned
 requirements.txt and installs course_lib into it (editable), then runs inside it. The
 environment is reinstalled only when requirements.txt, pyproject.toml or the Python version
-changed. Set COURSE_VENV to use another folder for the environment.
+changed. Set COURSE_VENV to use another folder for the environment. It also installs the
+browser libraries the book serves (MathJax, RequireJS, the Jupyter widgets HTML manager) into
+node_modules/ with `npm ci` from package-lock.json, again only when that file changed.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ VENV_PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
 STAMP = VENV / ".course-stamp"
 WIDGETS_7 = VENV / "ipywidgets-7.7"  # ipywidgets 7.7 alone, for tests that put it on PYTHONPATH
 CHAPTERS = ROOT / "chapters"
+NODE_MODULES = ROOT / "node_modules"
+NODE_STAMP = NODE_MODULES / ".course-stamp"
 MIN_PYTHON = (3, 10)
 
 
@@ -68,6 +72,7 @@ def setup() -> None:
         sys.exit(f"Python >= {'.'.join(map(str, MIN_PYTHON))} is needed, this is {sys.version}")
     if in_venv():
         return
+    install_browser_libraries()
     fingerprint = _fingerprint()
     if VENV_PYTHON.exists() and STAMP.exists() and STAMP.read_text() == fingerprint:
         return
@@ -87,6 +92,28 @@ def setup() -> None:
     run(*pip, "install", "--progress-bar", "off", "--no-deps", "--target", WIDGETS_7,
         "-r", "requirements-ipywidgets7.txt")  # fmt: skip
     STAMP.write_text(fingerprint)
+
+
+def install_browser_libraries() -> None:
+    """npm ci the libraries the book serves itself (package-lock.json) when the lock changed."""
+    digest = hashlib.sha256()
+    for name in ("package.json", "package-lock.json"):
+        digest.update((ROOT / name).read_bytes())
+    fingerprint = digest.hexdigest()
+    if NODE_STAMP.exists() and NODE_STAMP.read_text() == fingerprint:
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        sys.exit(
+            "npm (Node.js) is needed to install MathJax and the widget manager that the book "
+            "serves: install it (Debian/Ubuntu: apt-get install nodejs npm) and run again"
+        )
+    say("installing MathJax, RequireJS and the widget manager (package-lock.json) with npm ci")
+    command = [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"]
+    result = subprocess.run(command, cwd=ROOT, stdin=subprocess.DEVNULL)
+    if result.returncode != 0:
+        sys.exit(f"npm ci failed ({result.returncode})")
+    NODE_STAMP.write_text(fingerprint)
 
 
 def _venv_python_version() -> tuple[int, int] | None:

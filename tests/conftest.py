@@ -5,6 +5,8 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -41,6 +43,20 @@ def chapter_notebooks() -> list[Path]:
 
 def read_notebook(path: Path) -> nbformat.NotebookNode:
     return nbformat.read(path, as_version=4)
+
+
+@pytest.fixture(scope="session")
+def book_html(tmp_path_factory) -> Path:
+    """The book built once per test session into a temporary folder (never _build/): its html/."""
+    out = tmp_path_factory.mktemp("book")
+    jupyter_book = Path(sys.executable).parent / "jupyter-book"
+    result = subprocess.run(
+        [jupyter_book, "build", str(ROOT), "--path-output", str(out), "--all",
+         "--warningiserror", "--keep-going"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, f"the book build failed:\n{result.stdout[-6000:]}"
+    return out / "_build" / "html"
 
 
 @pytest.fixture(params=chapter_notebooks(), ids=lambda path: path.stem)
