@@ -166,6 +166,20 @@ def execute(paths: list[str]) -> None:
 def execute_notebook(path: Path, timeout: int = 300) -> float:
     """Run one notebook top to bottom with a fresh kernel and write it back; return seconds."""
     import nbformat
+
+    notebook, seconds = run_notebook(path, timeout)
+    notebook = stable_widget_ids(notebook, salt=path.stem)
+    nbformat.validate(notebook)
+    nbformat.write(notebook, path)
+    return seconds
+
+
+def run_notebook(path: Path, timeout: int = 300):
+    """Run one notebook top to bottom with a fresh kernel: (executed notebook, seconds).
+
+    The file is not changed. The seconds include starting the kernel (benchmarks/budgets.py).
+    """
+    import nbformat
     from nbclient import NotebookClient
 
     notebook = nbformat.read(path, as_version=4)
@@ -189,11 +203,7 @@ def execute_notebook(path: Path, timeout: int = 300) -> float:
                 os.environ.pop("COURSE_LIB_HOME", None)
             else:
                 os.environ["COURSE_LIB_HOME"] = previous
-    seconds = time.perf_counter() - started
-    notebook = stable_widget_ids(notebook, salt=path.stem)
-    nbformat.validate(notebook)
-    nbformat.write(notebook, path)
-    return seconds
+    return notebook, time.perf_counter() - started
 
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
