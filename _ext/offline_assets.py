@@ -137,9 +137,13 @@ def check_configuration(app: Sphinx) -> None:
     app.config.html_static_path.append(str(STATIC))
 
 
-def copy_vendored_files(app: Sphinx, exception: Exception | None) -> None:
-    """Copy the npm packages' files into _static/vendor/ of the built book."""
-    if exception is not None or app.builder.format != "html":
+def copy_vendored_files(app: Sphinx) -> None:
+    """Copy the npm packages' files into _static/vendor/ of the built book.
+
+    Done when the builder starts, so that the pages' script tags carry the files' checksums
+    (``?v=...``, which makes browsers reload a library after an upgrade).
+    """
+    if app.builder.format != "html":
         return
     static = Path(app.outdir) / "_static"
     copied = 0
@@ -178,7 +182,7 @@ def drop_duplicate_scripts(app: Sphinx, pagename, templatename, context, doctree
 
 def setup(app: Sphinx) -> dict:
     app.connect("builder-inited", check_configuration)
-    app.connect("build-finished", copy_vendored_files)
+    app.connect("builder-inited", copy_vendored_files)
     # After sphinx.ext.mathjax and myst-nb have added their page scripts.
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
