@@ -29,11 +29,19 @@ def book_config() -> dict:
 
 
 def toc_files() -> list[str]:
-    """Every file of _toc.yml (without suffix), in reading order, root first."""
+    """Every file of _toc.yml (without suffix), in reading order, root first, sections included."""
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
     files = [toc["root"]]
+
+    def walk(entries: list[dict]) -> None:
+        for entry in entries:
+            if "file" in entry:
+                files.append(entry["file"])
+            walk(entry.get("sections", []))
+
     for part in toc.get("parts", []):
-        files += [chapter["file"] for chapter in part.get("chapters", [])]
+        walk(part.get("chapters", []))
+    walk(toc.get("chapters", []))
     return files
 
 
