@@ -69,3 +69,10 @@ def test_the_built_package_holds_every_module_and_the_submission_schema(tmp_path
     }
     assert modules <= names, sorted(modules - names)
     assert "course_lib/exercises/schemas/submission-1.schema.json" in names
+
+
+def test_readme_chapter_table_has_a_row_for_every_chapter():
+    rows = [line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("|")]
+    for notebook in sorted((ROOT / "chapters").glob("*.ipynb")):
+        name = f"`chapters/{notebook.name}`"
+        assert any(name in row for row in rows), f"README's chapter table lacks {name}"
