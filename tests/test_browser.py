@@ -28,6 +28,8 @@ from urllib.parse import unquote, urldefrag, urlsplit
 
 import pytest
 from bs4 import BeautifulSoup
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import sync_playwright
 
 from conftest import ROOT, book_config, toc_files
 
@@ -165,14 +167,14 @@ class BrowserBook:
     """The book served on 127.0.0.1 and one headless Chromium; each page is visited once."""
 
     def __init__(self, html: Path) -> None:
-        from playwright.sync_api import sync_playwright
-
         self.html = html
         handler = functools.partial(QuietHandler, directory=str(html))
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
         self.base = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        for old in SCREENSHOTS.glob("*.png"):  # the folder shows this run only
+            old.unlink()
         self.playwright = sync_playwright().start()
         args = [*CHROMIUM_ARGS]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
@@ -232,8 +234,8 @@ class BrowserBook:
             page.goto(visit.url, wait_until="load")
             try:
                 page.wait_for_function(WIDGETS_RENDERED_JS, timeout=RENDER_TIMEOUT_MS)
-            except Exception as error:  # the checks below say which widgets are missing
-                visit.errors.append(f"widgets not rendered within the time limit: {error}")
+            except PlaywrightTimeout:  # the checks below say which widgets are missing
+                visit.errors.append(f"widgets not rendered within {RENDER_TIMEOUT_MS} ms")
             visit.facts["mathjax_state"] = page.evaluate(MATHJAX_DONE_JS)
             page.wait_for_load_state("networkidle")
             visit.facts.update(page.evaluate(COLLECT_JS))
