@@ -180,10 +180,9 @@ def run_notebook(path: Path, timeout: int = 300):
     The file is not changed. The seconds include starting the kernel (benchmarks/budgets.py).
     """
     import nbformat
-    from nbclient import NotebookClient
 
     notebook = nbformat.read(path, as_version=4)
-    client = NotebookClient(
+    client = notebook_client(
         notebook,
         timeout=timeout,
         kernel_name="python3",
@@ -204,6 +203,50 @@ def run_notebook(path: Path, timeout: int = 300):
             else:
                 os.environ["COURSE_LIB_HOME"] = previous
     return notebook, time.perf_counter() - started
+
+
+def notebook_client(notebook, **options):
+    """An nbclient ``NotebookClient`` for ``notebook`` that does not miss a cell's reply.
+
+    nbclient 0.11 answers Output widgets by sending comm messages on the shell channel while
+    it waits on that same channel for the cell's execute_reply. With asyncio ZeroMQ sockets
+    such a send can swallow the wake-up for the arriving reply, which then sits unread until
+    the cell's timeout ends (nbclient issue 312): a chapter with an explorer widget took 600 s
+    instead of 7 s about once in twenty runs. Waiting on the shell channel a second at a time
+    (``wait_in_slices``) finds such a reply within a second.
+    """
+    from nbclient import NotebookClient
+
+    class Client(NotebookClient):
+        async def async_start_new_kernel_client(self):
+            kernel_client = await super().async_start_new_kernel_client()
+            channel = kernel_client.shell_channel
+            channel.get_msg = wait_in_slices(channel.get_msg)
+            return kernel_client
+
+    return Client(notebook, **options)
+
+
+def wait_in_slices(get_msg, slice_seconds: float = 1.0):
+    """Wrap an async ``get_msg(timeout)`` to wait at most ``slice_seconds`` per call.
+
+    The wrapper keeps the meaning of ``timeout`` (None waits for ever; else ``queue.Empty``
+    once it has passed) but asks the socket again every ``slice_seconds``, and every new ask
+    sees a message whose wake-up was lost.
+    """
+    import queue
+
+    async def get_msg_in_slices(timeout: float | None = None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = slice_seconds if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                return await get_msg(timeout=min(slice_seconds, left))
+            except queue.Empty:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
+
+    return get_msg_in_slices
 
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

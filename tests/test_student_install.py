@@ -29,14 +29,18 @@ import json, sys
 import course_lib, ipywidgets, torch
 print("STUDENT-ENV " + json.dumps({"prefix": sys.prefix, "course_lib": course_lib.__file__,
       "ipywidgets": ipywidgets.__version__, "torch": torch.__version__}))"""
+# Runs in the student environment: nbclient executes the copy with that environment's kernel
+# (tasks.notebook_client is nbclient with a fix, and imports nothing of the repository).
 RUNNER = """\
 import sys, nbformat
-from nbclient import NotebookClient
-source, workdir = sys.argv[1], sys.argv[2]
+source, workdir, repository = sys.argv[1:4]
+sys.path.insert(0, repository)
+from tasks import notebook_client
+sys.path.remove(repository)
 notebook = nbformat.read(source, as_version=4)
 notebook.cells.append(nbformat.v4.new_code_cell(sys.stdin.read()))
-NotebookClient(notebook, timeout=600, kernel_name="python3",
-               resources={"metadata": {"path": workdir}}).execute()
+notebook_client(notebook, timeout=600, kernel_name="python3",
+                resources={"metadata": {"path": workdir}}).execute()
 for output in notebook.cells[-1].outputs:
     print(output.get("text", ""), end="")
 """
@@ -113,7 +117,7 @@ def run_chapter(python: Path, notebook: Path, workdir: Path) -> dict:
     env["COURSE_LIB_HOME"] = str(workdir / "progress")
     env["PYTHONHASHSEED"] = "0"
     result = subprocess.run(
-        [str(python), "-c", RUNNER, str(copy), str(workdir)],
+        [str(python), "-c", RUNNER, str(copy), str(workdir), str(ROOT)],
         input=REPORT_CELL, capture_output=True, text=True, cwd=workdir, env=env, timeout=1800,
     )  # fmt: skip
     assert result.returncode == 0, (
