@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -103,7 +104,8 @@ def time_test_command(failures: list[str]) -> float:
     )  # fmt: skip
     seconds = time.perf_counter() - started
     lines = result.stdout.strip().splitlines()
-    summary = next((line for line in reversed(lines) if " passed" in line or " failed" in line), "")
+    counts = [line for line in lines if re.search(r"\d+ (passed|failed)", line)]
+    summary = counts[-1] if counts else ""
     print(f"  {summary}", flush=True)
     if result.returncode != 0:
         failures += [line for line in lines if line.startswith("FAILED")] or [summary]
