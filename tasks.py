@@ -10,7 +10,9 @@
 Every command first creates or updates the virtual environment .venv from the pinned
 requirements.txt and installs course_lib into it (editable), then runs inside it. The
 environment is reinstalled only when requirements.txt, pyproject.toml or the Python version
-changed. Set COURSE_VENV to use another folder for the environment.
+changed. Set COURSE_VENV to use another folder for the environment. It also installs the
+browser libraries the book serves (MathJax, RequireJS, the Jupyter widgets HTML manager) into
+node_modules/ with `npm ci` from package-lock.json, again only when that file changed.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ VENV_PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
 STAMP = VENV / ".course-stamp"
 WIDGETS_7 = VENV / "ipywidgets-7.7"  # ipywidgets 7.7 alone, for tests that put it on PYTHONPATH
 CHAPTERS = ROOT / "chapters"
+NODE_MODULES = ROOT / "node_modules"
+NODE_STAMP = NODE_MODULES / ".course-stamp"
 MIN_PYTHON = (3, 10)
 
 
@@ -68,6 +72,7 @@ def setup() -> None:
         sys.exit(f"Python >= {'.'.join(map(str, MIN_PYTHON))} is needed, this is {sys.version}")
     if in_venv():
         return
+    install_browser_libraries()
     fingerprint = _fingerprint()
     if VENV_PYTHON.exists() and STAMP.exists() and STAMP.read_text() == fingerprint:
         return
@@ -87,6 +92,28 @@ def setup() -> None:
     run(*pip, "install", "--progress-bar", "off", "--no-deps", "--target", WIDGETS_7,
         "-r", "requirements-ipywidgets7.txt")  # fmt: skip
     STAMP.write_text(fingerprint)
+
+
+def install_browser_libraries() -> None:
+    """npm ci the libraries the book serves itself (package-lock.json) when the lock changed."""
+    digest = hashlib.sha256()
+    for name in ("package.json", "package-lock.json"):
+        digest.update((ROOT / name).read_bytes())
+    fingerprint = digest.hexdigest()
+    if NODE_STAMP.exists() and NODE_STAMP.read_text() == fingerprint:
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        sys.exit(
+            "npm (Node.js) is needed to install MathJax and the widget manager that the book "
+            "serves: install it (Debian/Ubuntu: apt-get install nodejs npm) and run again"
+        )
+    say("installing MathJax, RequireJS and the widget manager (package-lock.json) with npm ci")
+    command = [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"]
+    result = subprocess.run(command, cwd=ROOT, stdin=subprocess.DEVNULL)
+    if result.returncode != 0:
+        sys.exit(f"npm ci failed ({result.returncode})")
+    NODE_STAMP.write_text(fingerprint)
 
 
 def _venv_python_version() -> tuple[int, int] | None:
@@ -139,10 +166,23 @@ def execute(paths: list[str]) -> None:
 def execute_notebook(path: Path, timeout: int = 300) -> float:
     """Run one notebook top to bottom with a fresh kernel and write it back; return seconds."""
     import nbformat
-    from nbclient import NotebookClient
+
+    notebook, seconds = run_notebook(path, timeout)
+    notebook = stable_widget_ids(notebook, salt=path.stem)
+    nbformat.validate(notebook)
+    nbformat.write(notebook, path)
+    return seconds
+
+
+def run_notebook(path: Path, timeout: int = 300):
+    """Run one notebook top to bottom with a fresh kernel: (executed notebook, seconds).
+
+    The file is not changed. The seconds include starting the kernel (benchmarks/budgets.py).
+    """
+    import nbformat
 
     notebook = nbformat.read(path, as_version=4)
-    client = NotebookClient(
+    client = notebook_client(
         notebook,
         timeout=timeout,
         kernel_name="python3",
@@ -162,11 +202,51 @@ def execute_notebook(path: Path, timeout: int = 300) -> float:
                 os.environ.pop("COURSE_LIB_HOME", None)
             else:
                 os.environ["COURSE_LIB_HOME"] = previous
-    seconds = time.perf_counter() - started
-    notebook = stable_widget_ids(notebook, salt=path.stem)
-    nbformat.validate(notebook)
-    nbformat.write(notebook, path)
-    return seconds
+    return notebook, time.perf_counter() - started
+
+
+def notebook_client(notebook, **options):
+    """An nbclient ``NotebookClient`` for ``notebook`` that does not miss a cell's reply.
+
+    nbclient 0.11 answers Output widgets by sending comm messages on the shell channel while
+    it waits on that same channel for the cell's execute_reply. With asyncio ZeroMQ sockets
+    such a send can swallow the wake-up for the arriving reply, which then sits unread until
+    the cell's timeout ends (nbclient issue 312): a chapter with an explorer widget took 600 s
+    instead of 7 s about once in twenty runs. Waiting on the shell channel a second at a time
+    (``wait_in_slices``) finds such a reply within a second.
+    """
+    from nbclient import NotebookClient
+
+    class Client(NotebookClient):
+        async def async_start_new_kernel_client(self):
+            kernel_client = await super().async_start_new_kernel_client()
+            channel = kernel_client.shell_channel
+            channel.get_msg = wait_in_slices(channel.get_msg)
+            return kernel_client
+
+    return Client(notebook, **options)
+
+
+def wait_in_slices(get_msg, slice_seconds: float = 1.0):
+    """Wrap an async ``get_msg(timeout)`` to wait at most ``slice_seconds`` per call.
+
+    The wrapper keeps the meaning of ``timeout`` (None waits for ever; else ``queue.Empty``
+    once it has passed) but asks the socket again every ``slice_seconds``, and every new ask
+    sees a message whose wake-up was lost.
+    """
+    import queue
+
+    async def get_msg_in_slices(timeout: float | None = None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = slice_seconds if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                return await get_msg(timeout=min(slice_seconds, left))
+            except queue.Empty:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
+
+    return get_msg_in_slices
 
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

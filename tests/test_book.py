@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,16 +19,8 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
 @pytest.fixture(scope="module")
-def html(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("book")
-    jupyter_book = Path(sys.executable).parent / "jupyter-book"
-    result = subprocess.run(
-        [jupyter_book, "build", str(ROOT), "--path-output", str(out), "--all",
-         "--warningiserror", "--keep-going"],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert result.returncode == 0, f"the book build failed:\n{result.stdout[-6000:]}"
-    return out / "_build" / "html"
+def html(book_html) -> Path:
+    return book_html
 
 
 def page(html: Path, name: str) -> BeautifulSoup:
@@ -191,3 +181,29 @@ def test_instructors_page_follows_the_exercises_page_and_documents_every_option(
             for option in action.option_strings:
                 if option not in ("-h", "--help"):
                     assert any(option in text for text in literals), (command, option)
+
+
+@pytest.mark.parametrize("name", toc_files())
+def test_page_loads_no_script_stylesheet_or_font_from_the_network(html, name):
+    soup = page(html, name)
+    sources = [tag.get("src") for tag in soup.find_all("script", src=True)]
+    sources += [link.get("href") for link in soup.find_all("link", href=True)
+                if {"stylesheet", "preload"} & set(link.get("rel", []))]  # fmt: skip
+    remote = [source for source in sources if "://" in source or source.startswith("//")]
+    assert not remote, f"{name} loads {remote}: the book must work offline"
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["vendor/mathjax/tex-mml-chtml.js", "vendor/mathjax/output/chtml/fonts/woff-v2",
+     "vendor/requirejs/require.js", "vendor/html-manager/embed-amd.js", "widgets-setup.js"],
+)  # fmt: skip
+def test_book_serves_mathjax_and_the_widget_manager_itself(html, path):
+    assert (html / "_static" / path).exists(), path
+
+
+@pytest.mark.parametrize("name", toc_files())
+def test_page_writes_each_inline_script_once(html, name):
+    scripts = page(html, name).find_all("script", src=False, type=False)  # JavaScript only
+    bodies = [script.string for script in scripts if script.string]
+    assert len(bodies) == len(set(bodies)), "an inline script is repeated"

@@ -16,8 +16,8 @@ import ipywidgets as widgets
 import nbformat
 import pytest
 import torch
-from nbclient import NotebookClient
 
+from conftest import run_cells_in_kernel
 from course_lib.data import WORD_CLASSES, synthetic_grammar_corpus
 from course_lib.discretize import synthetic_signal
 from course_lib.vocab import Vocabulary
@@ -210,6 +210,7 @@ def test_word_map_refuses_an_epoch_without_a_snapshot(runs, corpus):
 KERNEL_CELLS = [
     "import ipywidgets\nprint(ipywidgets.__version__)",
     """\
+from conftest import run_cells_in_kernel
 from course_lib.data import WORD_CLASSES, synthetic_grammar_corpus
 from course_lib.discretize import synthetic_signal
 from course_lib.vocab import Vocabulary
@@ -232,11 +233,7 @@ run = train_word2vec(ids, len(vocab), epochs=2, snapshot_every=1, lr=0.05)""",
 
 
 def run_in_kernel(tmp_path: Path) -> nbformat.NotebookNode:
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in KERNEL_CELLS])
-    client = NotebookClient(notebook, kernel_name="python3", timeout=180, store_widget_state=True,
-                            resources={"metadata": {"path": str(tmp_path)}})  # fmt: skip
-    client.execute()
-    return notebook
+    return run_cells_in_kernel(KERNEL_CELLS, tmp_path)
 
 
 def check_rendered(notebook, controls_version: str) -> None:

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 import course_lib
 from conftest import ROOT, book_config
@@ -36,6 +35,7 @@ from course_lib.grading.gradebook import Gradebook
 from course_lib.grading.inputs import read_submission_file
 from course_lib.grading.sandbox import WORKER_IN_SANDBOX, Sandbox, SandboxUnavailable
 from solutions import SOLUTIONS
+from tasks import notebook_client
 
 SEED = 918_273
 PUBLIC = get_exercise("positional-encoding")
@@ -804,7 +804,7 @@ def test_round_trip_from_a_notebook_to_the_csv(tmp_path):
     inbox, out = tmp_path / "inbox", tmp_path / "out"
     cells = [nbformat.v4.new_code_cell(c.format(folder=str(inbox))) for c in NOTEBOOK]
     notebook = nbformat.v4.new_notebook(cells=cells)
-    NotebookClient(notebook, kernel_name="python3", timeout=120).execute()
+    notebook_client(notebook, kernel_name="python3", timeout=120).execute()
     (path,) = inbox.glob("submission-ana.perez-*.json")
     command = [sys.executable, "-m", "course_lib.grading", str(inbox), "--out", str(out),
                "--seed", str(SEED), "--quiet"]  # fmt: skip

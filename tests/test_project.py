@@ -69,3 +69,16 @@ def test_the_built_package_holds_every_module_and_the_submission_schema(tmp_path
     }
     assert modules <= names, sorted(modules - names)
     assert "course_lib/exercises/schemas/submission-1.schema.json" in names
+
+
+def test_readme_chapter_table_has_a_row_for_every_chapter():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| Chapter | Notebook |"))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append(line)
+    for notebook in sorted((ROOT / "chapters").glob("*.ipynb")):
+        name = f"`chapters/{notebook.name}`"
+        assert any(name in row for row in rows), f"README's chapter table lacks {name}"
