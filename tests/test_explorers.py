@@ -210,7 +210,6 @@ def test_word_map_refuses_an_epoch_without_a_snapshot(runs, corpus):
 KERNEL_CELLS = [
     "import ipywidgets\nprint(ipywidgets.__version__)",
     """\
-from conftest import run_cells_in_kernel
 from course_lib.data import WORD_CLASSES, synthetic_grammar_corpus
 from course_lib.discretize import synthetic_signal
 from course_lib.vocab import Vocabulary
