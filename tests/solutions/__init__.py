@@ -6,6 +6,7 @@ that.
 """
 
 from solutions.attention import SOLUTIONS as ATTENTION
+from solutions.layers import SOLUTIONS as LAYERS
 from solutions.positional_encoding import SOLUTIONS as POSITIONAL_ENCODING
 
-SOLUTIONS = {**POSITIONAL_ENCODING, **ATTENTION}
+SOLUTIONS = {**POSITIONAL_ENCODING, **ATTENTION, **LAYERS}
