@@ -31,7 +31,7 @@ from torch import Tensor, nn
 
 from course_lib._checks import positive_int, probability, sequences
 from course_lib.attention import MultiHeadAttention
-from course_lib.encoder import check_layer_mask, copy_layer_norm
+from course_lib.encoder import assemble_stack, check_layer_mask, copy_layer_norm
 from course_lib.feedforward import FeedForward, activation_of, copy_linear
 
 __all__ = ["Decoder", "DecoderLayer", "DecoderWeights"]
@@ -273,14 +273,8 @@ class Decoder(nn.Module):
         layers = [DecoderLayer.from_torch(layer) for layer in decoder.layers]
         first = layers[0]
         ours = cls(len(layers), first.d_model, first.self_attention.num_heads,
-                   first.feed_forward.d_ff, norm_first=first.norm_first,
-                   final_norm=decoder.norm is not None)  # fmt: skip
-        ours.layers = nn.ModuleList(layers)
-        if decoder.norm is not None:
-            ours.norm = nn.LayerNorm(first.d_model, eps=decoder.norm.eps)
-            copy_layer_norm(ours.norm, decoder.norm)
-        weight = first.norm1.weight
-        return ours.to(device=weight.device, dtype=weight.dtype).train(decoder.training)
+                   first.feed_forward.d_ff, norm_first=first.norm_first)  # fmt: skip
+        return assemble_stack(ours, layers, decoder)
 
     def forward(
         self,

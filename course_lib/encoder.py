@@ -30,7 +30,7 @@ from course_lib._checks import positive_int, probability, sequences
 from course_lib.attention import MultiHeadAttention, _check_mask
 from course_lib.feedforward import FeedForward, activation_of, copy_linear
 
-__all__ = ["Encoder", "EncoderLayer", "check_layer_mask", "copy_layer_norm"]
+__all__ = ["Encoder", "EncoderLayer", "assemble_stack", "check_layer_mask", "copy_layer_norm"]
 
 
 def check_layer_mask(
@@ -47,6 +47,18 @@ def check_layer_mask(
         _check_mask(full, torch.Size((batch, attention.num_heads, len_q, len_k)))
     except (TypeError, ValueError) as error:
         raise type(error)(f"{name}: {error}") from None
+
+
+def assemble_stack(stack: nn.Module, layers: list[nn.Module], source: nn.Module) -> nn.Module:
+    """``stack`` (an :class:`Encoder` or a ``Decoder``) holding ``layers`` and a copy of the
+    final norm of ``source`` (PyTorch's stack), on its device and dtype and in its mode."""
+    stack.layers = nn.ModuleList(layers)
+    stack.norm = None
+    if source.norm is not None:
+        stack.norm = nn.LayerNorm(stack.d_model, eps=source.norm.eps)
+        copy_layer_norm(stack.norm, source.norm)
+    weight = layers[0].norm1.weight
+    return stack.to(device=weight.device, dtype=weight.dtype).train(source.training)
 
 
 def copy_layer_norm(target: nn.LayerNorm, source: nn.LayerNorm) -> None:
@@ -233,14 +245,8 @@ class Encoder(nn.Module):
         layers = [EncoderLayer.from_torch(layer) for layer in encoder.layers]
         first = layers[0]
         ours = cls(len(layers), first.d_model, first.self_attention.num_heads,
-                   first.feed_forward.d_ff, norm_first=first.norm_first,
-                   final_norm=encoder.norm is not None)  # fmt: skip
-        ours.layers = nn.ModuleList(layers)
-        if encoder.norm is not None:
-            ours.norm = nn.LayerNorm(first.d_model, eps=encoder.norm.eps)
-            copy_layer_norm(ours.norm, encoder.norm)
-        weight = first.norm1.weight
-        return ours.to(device=weight.device, dtype=weight.dtype).train(encoder.training)
+                   first.feed_forward.d_ff, norm_first=first.norm_first)  # fmt: skip
+        return assemble_stack(ours, layers, encoder)
 
     def forward(
         self, x: Tensor, mask: Tensor | None = None, return_weights: bool = False

@@ -405,6 +405,20 @@ def test_encoder_and_decoder_stacks_from_torch_agree_with_pytorchs_stacks(norm_f
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
 
 
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")
+@pytest.mark.parametrize("has_norm", [False, True], ids=["without final norm", "with final norm"])
+def test_stacks_from_torch_take_over_the_final_norm_or_its_absence(has_norm):
+    encoder_layer = torch_encoder_layer(norm_first=True)
+    decoder_layer = torch_decoder_layer(norm_first=True)
+    norms = (nn.LayerNorm(D_MODEL), nn.LayerNorm(D_MODEL)) if has_norm else (None, None)
+    encoder = Encoder.from_torch(nn.TransformerEncoder(encoder_layer, 2, norm=norms[0]))
+    decoder = Decoder.from_torch(nn.TransformerDecoder(decoder_layer, 2, norm=norms[1]))
+    assert (encoder.norm is not None, decoder.norm is not None) == (has_norm, has_norm)
+    x = random(2, 5, D_MODEL)
+    reference = nn.TransformerEncoder(encoder_layer, 2, norm=norms[0], enable_nested_tensor=False)
+    torch.testing.assert_close(encoder(x), reference(x), atol=1e-5, rtol=0)
+
+
 @pytest.mark.parametrize("stack", [Encoder, Decoder])
 def test_a_stack_is_its_layers_applied_in_order_then_the_final_norm(stack):
     model = stack(3, D_MODEL, HEADS, D_FF, final_norm=True)
