@@ -27,6 +27,9 @@ from course_lib.exercises import positional_encoding
 from course_lib.exercises import self_attention
 from course_lib.exercises import multi_head_attention
 from course_lib.exercises import masking_and_cross_attention
+from course_lib.exercises import feed_forward_and_norm
+from course_lib.exercises import encoder
+from course_lib.exercises import decoder
 
 # isort: on
 from course_lib.exercises._registry import (
@@ -77,7 +80,10 @@ __all__ = [
     "ValueExercise",
     "ask",
     "check",
+    "decoder",
+    "encoder",
     "evaluate",
+    "feed_forward_and_norm",
     "get_exercise",
     "hint",
     "input_embeddings",

@@ -163,10 +163,12 @@ def _block(functions: Sequence[Callable]) -> None:
     """Make each function raise when called (in the child only): the reference is off limits."""
     for function in functions:
         name = function.__name__
+        module = getattr(function, "__module__", "") or ""
+        owner = "course_lib\\'s " if module.startswith("course_lib") else f"{module}."
         source = (
             "def blocked(*args, **kwargs):\n"
             f"    raise RuntimeError('this exercise asks you to write the computation yourself; "
-            f"your code called course_lib\\'s {name}, which the check does not allow')\n"
+            f"your code called {owner}{name}, which the check does not allow')\n"
         )
         namespace: dict = {}
         exec(source, namespace)

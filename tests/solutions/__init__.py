@@ -7,6 +7,7 @@ that.
 
 from solutions.attention import SOLUTIONS as ATTENTION
 from solutions.input_embeddings import SOLUTIONS as INPUT_EMBEDDINGS
+from solutions.layers import SOLUTIONS as LAYERS
 from solutions.positional_encoding import SOLUTIONS as POSITIONAL_ENCODING
 from solutions.transformers_at_a_glance import SOLUTIONS as TRANSFORMERS_AT_A_GLANCE
 
@@ -15,4 +16,5 @@ SOLUTIONS = {
     **INPUT_EMBEDDINGS,
     **POSITIONAL_ENCODING,
     **ATTENTION,
+    **LAYERS,
 }

@@ -1,0 +1,216 @@
+"""Specification of the explorers of the part "Building the Transformer" (core ipywidgets only)."""
+
+from __future__ import annotations
+
+import html
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import ipywidgets as widgets
+import pytest
+import torch
+
+from conftest import run_cells_in_kernel
+from course_lib.encoder import EncoderLayer
+from course_lib.layer_widgets import (
+    DecoderExplorer,
+    NormOrderExplorer,
+    TokenPathExplorer,
+    layer_forward,
+    stack_statistics,
+)
+from course_lib.transformer import Transformer
+from course_lib.vocab import Vocabulary
+
+CORE_WIDGETS_IN_7_7 = {"VBox", "HBox", "Text", "Dropdown", "Checkbox", "HTML", "Output",
+                       "Layout", "ToggleButtons", "IntSlider"}  # fmt: skip
+WIDGETS_7 = Path(sys.prefix) / "ipywidgets-7.7"  # installed by `tasks.py setup`
+DIGITS = Vocabulary(list("0123456789"))
+
+
+def all_widgets(widget):
+    yield widget
+    for child in getattr(widget, "children", ()):
+        yield from all_widgets(child)
+
+
+def small_model() -> Transformer:
+    torch.manual_seed(0)
+    return Transformer(len(DIGITS), len(DIGITS), d_model=16, num_heads=2, num_encoder_layers=2,
+                       num_decoder_layers=2, d_ff=32, dropout=0.0).eval()  # fmt: skip
+
+
+def token_explorer(**kwargs) -> TokenPathExplorer:
+    model = small_model()
+    settings = {"sentence": "3 1 4 1 5", "token": 1, **kwargs}
+    return TokenPathExplorer(model.embed_source, model.encoder, DIGITS, **settings)
+
+
+def decoder_explorer(**kwargs) -> DecoderExplorer:
+    settings = {"source": "3 1 4", "target": "4 1 3", "position": 1, **kwargs}
+    return DecoderExplorer(small_model(), DIGITS, DIGITS, **settings)
+
+
+@pytest.mark.parametrize("build", [NormOrderExplorer, token_explorer, decoder_explorer])
+def test_explorers_are_boxes_of_core_widgets_available_in_ipywidgets_7_7(build):
+    explorer = build()
+    assert isinstance(explorer, widgets.VBox)
+    used = {type(w).__name__ for w in all_widgets(explorer)} - {type(explorer).__name__}
+    assert used <= CORE_WIDGETS_IN_7_7
+
+
+# ----------------------------------------------------------------------------- statistics
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_layer_forward_with_residuals_is_the_layer_itself(norm_first):
+    layer = EncoderLayer(16, 2, 32, norm_first=norm_first)
+    x = torch.randn(2, 5, 16)
+    torch.testing.assert_close(layer_forward(layer, x), layer(x))
+
+
+def test_layer_forward_without_residuals_replaces_the_input_by_the_sublayer():
+    layer = EncoderLayer(16, 2, 32)
+    x = torch.randn(2, 5, 16)
+    z = layer.norm1(layer.self_attention(x, x, x)[0])
+    expected = layer.norm2(layer.feed_forward(z))
+    torch.testing.assert_close(layer_forward(layer, x, residual=False), expected)
+
+
+def test_post_norm_keeps_the_stream_at_rms_1_and_pre_norm_lets_it_grow():
+    post = stack_statistics(6, norm_first=False)
+    pre = stack_statistics(6, norm_first=True)
+    torch.testing.assert_close(post["rms"], torch.ones(6), atol=1e-3, rtol=0)
+    assert (pre["rms"][1:] > pre["rms"][:-1]).all()
+    assert post["gradient"].shape == (6,) and (post["gradient"] > 0).all()
+
+
+def test_statistics_are_repeatable_and_depend_on_the_seed():
+    first = stack_statistics(3, norm_first=True, seed=1)
+    torch.testing.assert_close(first["gradient"], stack_statistics(3, True, seed=1)["gradient"])
+    assert not torch.equal(first["gradient"], stack_statistics(3, True, seed=2)["gradient"])
+
+
+# ----------------------------------------------------------------------------- explorers
+
+
+def test_norm_order_explorer_reads_out_the_first_and_last_layer():
+    explorer = NormOrderExplorer(num_layers=4)
+    stats = explorer.compute("post-norm", 4, True, False)
+    assert explorer.readout.value == NormOrderExplorer.describe("post-norm", stats)
+    assert "after layer 4" in explorer.readout.value
+
+
+def test_switching_the_norm_order_sets_each_orders_usual_final_norm():
+    explorer = NormOrderExplorer(num_layers=3)
+    assert explorer.final_norm.value is False
+    explorer.order.value = "pre-norm"
+    assert explorer.final_norm.value is True
+    assert explorer.readout.value.startswith("<b>pre-norm</b>")
+
+
+def test_norm_order_explorer_refuses_an_unreasonable_depth():
+    with pytest.raises(ValueError, match=r"num_layers must be in 1\.\.48"):
+        NormOrderExplorer(num_layers=0)
+
+
+def test_token_path_has_two_stages_per_layer_and_the_layers_attention():
+    explorer = token_explorer()
+    names, states, weights = explorer.compute("3 1 4 1 5")
+    assert names == ["input", "layer 1: attention", "layer 1: feed-forward",
+                     "layer 2: attention", "layer 2: feed-forward"]  # fmt: skip
+    assert [tuple(s.shape) for s in states] == [(5, 16)] * 5
+    assert [tuple(w.shape) for w in weights] == [(2, 5, 5)] * 2
+    with torch.no_grad():
+        final = explorer.encoder(explorer.embed(torch.tensor([DIGITS.encode("3 1 4 1 5".split())])))
+    torch.testing.assert_close(states[-1], final[0])
+
+
+def test_token_path_readout_names_the_token_and_the_predicted_labels():
+    explorer = token_explorer(predict=lambda states: ["odd"] * states.size(1))
+    assert "<b>token 1: 1</b>" in explorer.readout.value
+    assert "3&rarr;odd" in explorer.readout.value
+
+
+def test_a_new_sentence_updates_the_token_choices_and_a_bad_one_shows_a_message():
+    explorer = token_explorer()
+    explorer.sentence.value = "7 8"
+    assert [label for label, _ in explorer.token.options] == ["0: 7", "1: 8"]
+    assert "<b>token 1: 8</b>" in explorer.readout.value
+    explorer.sentence.value = " "
+    assert "must have 1 to 12 tokens, got 0" in explorer.readout.value
+
+
+def test_decoder_explorer_shows_the_next_token_distribution_of_the_position():
+    explorer = decoder_explorer()
+    probabilities, weights = explorer.compute("3 1 4", "4 1 3")
+    assert probabilities.shape == (4, len(DIGITS))
+    torch.testing.assert_close(probabilities.sum(-1), torch.ones(4))
+    assert weights[0].cross_attention.shape == (1, 2, 4, 3)
+    assert (weights[0].self_attention[0, :, 1, 2:] == 0).all()  # causal: position 1
+    best = DIGITS.id_to_token(int(probabilities[1].argmax()))
+    assert f"most likely next tokens: {best}" in html.unescape(explorer.readout.value)
+
+
+def test_decoder_explorer_positions_follow_the_target():
+    explorer = decoder_explorer()
+    explorer.target.value = "9"
+    assert [label for label, _ in explorer.position.options] == ["0: <bos>", "1: 9"]
+
+
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (lambda: token_explorer(token=5), r"token must be in 0\.\.4"),
+        (lambda: token_explorer(sentence=" ".join("1" * 13)), "1 to 12 tokens, got 13"),
+        (lambda: decoder_explorer(position=4), r"position must be in 0\.\.3"),
+    ],
+)
+def test_bad_arguments_raise_clear_errors(build, message):
+    with pytest.raises(ValueError, match=message):
+        build()
+
+
+# ----------------------------------------------------------------------------- in a kernel
+
+KERNEL_CELLS = [
+    "import ipywidgets\nprint(ipywidgets.__version__)",
+    "from course_lib.layer_widgets import NormOrderExplorer\n"
+    "explorer = NormOrderExplorer(num_layers=3)\nexplorer",
+    "explorer.order.value = 'pre-norm'\nprint(explorer.readout.value[:16])",
+]
+
+
+def check_rendered(notebook, controls_version: str) -> None:
+    outputs = [o for cell in notebook.cells for o in cell.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    models = notebook.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    names = {m["model_name"] for m in models.values()}
+    assert {"VBoxModel", "ToggleButtonsModel", "IntSliderModel", "OutputModel"} <= names
+    versions = {m["model_module_version"] for m in models.values()
+                if m["model_module"] == "@jupyter-widgets/controls"}  # fmt: skip
+    assert versions == {controls_version}
+    assert any(
+        "image/png" in item.get("data", {})
+        for m in models.values() if m["model_name"] == "OutputModel"
+        for item in m["state"].get("outputs", [])
+    ), "the explorer's figure is stored in its Output widget"  # fmt: skip
+    assert notebook.cells[2].outputs[0].text == "<b>pre-norm</b>:\n"
+
+
+def test_the_norm_order_explorer_renders_in_a_kernel_with_ipywidgets_8(tmp_path):
+    notebook = run_cells_in_kernel(KERNEL_CELLS, tmp_path)
+    assert notebook.cells[0].outputs[0].text.startswith("8.")
+    check_rendered(notebook, controls_version="2.0.0")
+
+
+def test_the_norm_order_explorer_renders_with_ipywidgets_7_7_as_on_colab(tmp_path, monkeypatch):
+    assert (WIDGETS_7 / "ipywidgets").is_dir(), f"{WIDGETS_7} is missing: run tasks.py setup"
+    monkeypatch.setenv("PYTHONPATH", str(WIDGETS_7))
+    notebook = run_cells_in_kernel(KERNEL_CELLS, tmp_path)
+    assert notebook.cells[0].outputs[0].text == "7.7.1\n"
+    check_rendered(notebook, controls_version="1.5.0")
