@@ -524,6 +524,35 @@ def test_the_model_answer_to_every_code_exercise_of_the_course_earns_its_points(
         assert (row["status"], row["points"]) == ("ok", exercise.points), dict(row)
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        "return torch.nn.functional.layer_norm(x, x.shape[-1:], gain, bias, eps)",
+        "norm = torch.nn.LayerNorm(x.size(-1), eps=eps)\n"
+        "            with torch.no_grad():\n"
+        "                norm.weight.copy_(gain)\n"
+        "                norm.bias.copy_(bias)\n"
+        "            return norm(x).detach()",
+    ],
+    ids=["function", "module"],
+)
+def test_a_torch_function_the_exercise_does_not_allow_scores_zero_at_grading(tmp_path, body):
+    source = f"""
+        import torch
+
+        def layer_norm(x, gain, bias, eps):
+            {body}
+        """
+    (tmp_path / "in").mkdir()
+    write(
+        tmp_path / "in", "blocked", document("blocked", [code(source, "layer_norm", "layer-norm")])
+    )
+    assert grade(tmp_path / "in", "--out", tmp_path / "out", "--seed", SEED, "--quiet")[0] == 0
+    row = results(tmp_path / "out")["blocked", "layer-norm"]
+    assert (row["status"], row["points"]) == ("error", 0), dict(row)
+    assert "called torch.nn.functional.layer_norm, which the check does not allow" in row["message"]
+
+
 ATTENTION_RETURNING = {
     "only-output": ("return weights @ value", "expected a tuple (output, weights), got"),
     "three-parts": ("return weights @ value, weights, 0", "of 2 parts, got 3"),

@@ -343,8 +343,43 @@ class _NoCourseLib(importlib.abc.MetaPathFinder):
             )
 
 
+def blocked_message(name: str) -> str:
+    """What a call to a function the exercise does not allow raises (the student's check says
+    the same)."""
+    return (
+        "this exercise asks you to write the computation yourself; your code called "
+        f"{name}, which the check does not allow"
+    )
+
+
+def _block(blocked: list[list[str]]) -> None:
+    """Make each ``[module, qualified name]`` function raise when called, in this child only.
+
+    A Python function gets a new body, so that every path to it (``F.layer_norm`` itself, or
+    ``nn.LayerNorm``, which calls it) raises; a builtin is replaced in its owner.
+    """
+    for module_name, qualname in blocked:
+        owner: Any = importlib.import_module(module_name)
+        *path, name = qualname.split(".")
+        for part in path:
+            owner = getattr(owner, part)
+        function = getattr(owner, name)
+        message = blocked_message(f"{module_name}.{qualname}")
+
+        def refuse(*args: Any, _message: str = message, **kwargs: Any) -> Any:
+            raise RuntimeError(_message)
+
+        try:
+            function.__code__ = refuse.__code__  # has no closure: fits any function without one
+            function.__defaults__ = None
+            function.__kwdefaults__ = {"_message": message}
+        except (AttributeError, TypeError, ValueError):  # a builtin, or a closure
+            setattr(owner, name, refuse)
+
+
 def _run_task(task, fd: int, captured: _CappedText, limits: dict[str, Any], me: int) -> None:
     sys.meta_path.insert(0, _NoCourseLib())
+    _block(task.get("blocked", []))
     source = task["source"]
     linecache.cache[SOURCE_NAME] = (len(source), None, source.splitlines(True), SOURCE_NAME)
     namespace: dict[str, Any] = {"__name__": "__submission__", "__builtins__": builtins}

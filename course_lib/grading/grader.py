@@ -252,6 +252,7 @@ class Grader:
     def _task(self, exercise: CodeExercise, answer: dict[str, Any]) -> dict[str, Any]:
         return {
             "exercise": exercise.id,
+            "blocked": blocked_outside_course_lib(exercise),
             "source": answer["source"],
             "function": answer["function"],
             "parameters": list(exercise.parameters),
@@ -414,6 +415,18 @@ class Grader:
             return f"expected shape {tuple(expected.shape)}, got {shape}"
         names = " or ".join(str(d).removeprefix("torch.") for d in exercise.dtypes)
         return f"expected dtype {names}, got {value.get('dtype')}"
+
+
+def blocked_outside_course_lib(exercise: CodeExercise) -> list[list[str]]:
+    """``[module, qualified name]`` of each function the exercise does not allow that the
+    sandbox has (torch's, e.g. ``torch.nn.functional.layer_norm``); course_lib's own are
+    missing there altogether."""
+    found = []
+    for function in exercise.blocked:
+        module = getattr(function, "__module__", None) or ""
+        if module and module != "course_lib" and not module.startswith("course_lib."):
+            found.append([module, function.__qualname__])
+    return found
 
 
 def _decoded(value: dict[str, Any]) -> object:
