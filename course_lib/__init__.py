@@ -11,6 +11,13 @@ Modules, one concept each:
 - :mod:`course_lib.positional` -- sinusoidal positional encoding;
 - :mod:`course_lib.attention` -- scaled dot-product attention, causal and padding masks,
   multi-head attention;
+- :mod:`course_lib.feedforward` -- the position-wise feed-forward network;
+- :mod:`course_lib.encoder` -- encoder layers (self-attention and feed-forward, each with
+  Add & Norm, post- or pre-norm) and the encoder stack;
+- :mod:`course_lib.decoder` -- decoder layers (masked self-attention, cross-attention,
+  feed-forward) and the decoder stack;
+- :mod:`course_lib.transformer` -- the encoder-decoder Transformer, from token ids to
+  next-token logits;
 - :mod:`course_lib.recurrence` -- an RNN stepping through a sequence against self-attention:
   outputs, operation counts and timings;
 - :mod:`course_lib.discretize` -- a signal to tokens: frames, a k-means codebook, overlap-add;

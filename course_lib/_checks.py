@@ -49,3 +49,31 @@ def base_value(value: object) -> float:
             f"base must be a finite number greater than 1 (the paper uses 10000), got {value!r}"
         )
     return base
+
+
+def probability(name: str, value: object) -> float:
+    """Return ``value`` as a float in ``[0, 1)`` (a dropout probability); ``ValueError`` else."""
+    try:
+        p = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a probability in [0, 1), got {value!r}") from None
+    if not 0.0 <= p < 1.0:
+        raise ValueError(f"{name} must be a probability in [0, 1), got {value!r}")
+    return p
+
+
+def sequences(name: str, x: object, d_model: int) -> None:
+    """Raise unless ``x`` is a ``(batch, length, d_model)`` tensor with at least one position."""
+    import torch
+
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.dim() != 3 or x.size(-1) != d_model:
+        hint = "; add a batch axis with .unsqueeze(0)" if x.dim() == 2 else ""
+        if x.dim() == 3 and not x.is_floating_point():
+            hint = "; token ids go through an embedding first"
+        raise ValueError(
+            f"{name} must have shape (batch, length, d_model={d_model}), got {tuple(x.shape)}{hint}"
+        )
+    if x.size(1) == 0:
+        raise ValueError(f"{name} must hold at least one position, got {tuple(x.shape)}")

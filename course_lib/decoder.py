@@ -1,0 +1,318 @@
+"""The Transformer decoder: a stack of identical layers (Vaswani et al., 2017, section 3.1).
+
+Each :class:`DecoderLayer` has three sublayers, each wrapped in a residual connection and
+layer normalization: masked (causal) self-attention over the target tokens, cross-attention
+whose queries come from the decoder and whose keys and values come from the encoder's
+output (the "memory"), and the position-wise feed-forward network. With ``Y`` the layer's
+input and ``M`` the memory::
+
+    post-norm (the paper's, the default):   A = LayerNorm(Y + MaskedSelfAttention(Y))
+                                            B = LayerNorm(A + CrossAttention(A, M))
+                                            Y' = LayerNorm(B + FFN(B))
+    pre-norm (norm_first=True):             A = Y + MaskedSelfAttention(LayerNorm(Y))
+                                            B = A + CrossAttention(LayerNorm(A), M)
+                                            Y' = B + FFN(LayerNorm(B))
+
+Each sublayer is a method of its own (:meth:`DecoderLayer.self_attention_block`,
+:meth:`~DecoderLayer.cross_attention_block`, :meth:`~DecoderLayer.feed_forward_block`), as in
+PyTorch's ``nn.TransformerDecoderLayer``. :class:`Decoder` stacks ``N`` layers, every one
+reading the same memory, with an optional final layer normalization.
+
+Masks are boolean, **True where attention is allowed** (:mod:`course_lib.attention`): the
+target mask is usually ``causal_mask(L_t)``, combined with the target padding by ``&``; the
+memory mask is the source padding mask ``(batch, 1, L_s)``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from torch import Tensor, nn
+
+from course_lib._checks import positive_int, probability, sequences
+from course_lib.attention import MultiHeadAttention
+from course_lib.encoder import check_layer_mask, copy_layer_norm
+from course_lib.feedforward import FeedForward, activation_of, copy_linear
+
+__all__ = ["Decoder", "DecoderLayer", "DecoderWeights"]
+
+
+class DecoderWeights(NamedTuple):
+    """The attention weights of one decoder layer."""
+
+    self_attention: Tensor  # (batch, num_heads, L_t, L_t)
+    cross_attention: Tensor  # (batch, num_heads, L_t, L_s)
+
+
+class DecoderLayer(nn.Module):
+    """One decoder layer: masked self-attention, cross-attention and feed-forward, each with
+    Add & Norm.
+
+    Args:
+        d_model: size of every token's vector (the memory's too).
+        num_heads: heads of both attentions; must divide ``d_model``.
+        d_ff: hidden size of the feed-forward network.
+        dropout: dropout probability, used on the attention weights, inside the feed-forward
+            network and on each sublayer's output before the residual addition.
+        norm_first: False for post-norm ``LayerNorm(x + sublayer(x))`` (the paper's),
+            True for pre-norm ``x + sublayer(LayerNorm(x))``.
+        activation: of the feed-forward network, ``"relu"`` or ``"gelu"``.
+        layer_norm_eps: the ``eps`` of the three layer normalizations.
+
+    Shape:
+        ``forward(x, memory, tgt_mask, memory_mask)``: ``x`` is ``(batch, L_t, d_model)``,
+        ``memory`` ``(batch, L_s, d_model)``; the result has the shape of ``x``.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        activation: str = "relu",
+        layer_norm_eps: float = 1e-5,
+    ) -> None:
+        super().__init__()
+        self.d_model = positive_int("d_model", d_model)
+        dropout = probability("dropout", dropout)
+        self.norm_first = bool(norm_first)
+        self.self_attention = MultiHeadAttention(d_model, num_heads, dropout)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads, dropout)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
+        self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.norm3 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+        self.dropout3 = nn.Dropout(dropout)
+
+    @classmethod
+    def from_torch(cls, layer: nn.TransformerDecoderLayer) -> DecoderLayer:
+        """A ``DecoderLayer`` with copies of the weights of an ``nn.TransformerDecoderLayer``.
+
+        ``self_attn`` becomes :attr:`self_attention`, ``multihead_attn``
+        :attr:`cross_attention`; ``norm_first``, dropout, activation (ReLU or GELU) and
+        ``eps`` are taken over. The result takes batch-first tensors and masks with
+        True = allowed (``~tgt_mask``, ``~memory_key_padding_mask[:, None, :]``).
+
+        Raises:
+            TypeError: if ``layer`` is not an ``nn.TransformerDecoderLayer``.
+            ValueError: for a custom activation, or a layer without biases.
+        """
+        if not isinstance(layer, nn.TransformerDecoderLayer):
+            raise TypeError(
+                f"expected a torch.nn.TransformerDecoderLayer, got {type(layer).__name__}"
+            )
+        attention = layer.self_attn
+        ours = cls(
+            attention.embed_dim,
+            attention.num_heads,
+            layer.linear1.out_features,
+            dropout=layer.dropout.p,
+            norm_first=layer.norm_first,
+            activation=activation_of(layer),
+            layer_norm_eps=layer.norm1.eps,
+        )
+        ours.self_attention = MultiHeadAttention.from_torch(attention)
+        ours.cross_attention = MultiHeadAttention.from_torch(layer.multihead_attn)
+        copy_linear(ours.feed_forward.w_1, layer.linear1)
+        copy_linear(ours.feed_forward.w_2, layer.linear2)
+        for mine, theirs in zip(
+            (ours.norm1, ours.norm2, ours.norm3), (layer.norm1, layer.norm2, layer.norm3),
+            strict=True,
+        ):  # fmt: skip
+            copy_layer_norm(mine, theirs)
+        weight = layer.linear1.weight
+        return ours.to(device=weight.device, dtype=weight.dtype).train(layer.training)
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        tgt_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        return_weights: bool = False,
+    ) -> Tensor | tuple[Tensor, DecoderWeights]:
+        """Masked self-attention, cross-attention to ``memory``, feed-forward; each with
+        Add & Norm.
+
+        Args:
+            x: ``(batch, L_t, d_model)``: the target token vectors entering the layer.
+            memory: ``(batch, L_s, d_model)``: the encoder's output.
+            tgt_mask: bool mask of the self-attention, True where allowed: usually
+                ``causal_mask(L_t)`` ``(L_t, L_t)``, or ``(batch, L_t, L_t)`` with padding.
+            memory_mask: bool mask of the cross-attention: usually the source padding mask
+                ``(batch, 1, L_s)``; ``(L_t, L_s)`` and ``(batch, L_t, L_s)`` work too.
+            return_weights: also return both attentions' weights (computed the explicit,
+                slower way).
+
+        Returns:
+            ``(batch, L_t, d_model)``, or ``(output, DecoderWeights(self_attention,
+            cross_attention))`` if ``return_weights``.
+        """
+        self._check_inputs(x, memory, tgt_mask, memory_mask)
+        if self.norm_first:  # pre-norm: x + sublayer(LayerNorm(x))
+            update, self_weights = self.self_attention_block(
+                self.norm1(x), tgt_mask, return_weights
+            )  # fmt: skip
+            x = x + update
+            update, cross_weights = self.cross_attention_block(
+                self.norm2(x), memory, memory_mask, return_weights
+            )  # fmt: skip
+            x = x + update
+            x = x + self.feed_forward_block(self.norm3(x))
+        else:  # post-norm: LayerNorm(x + sublayer(x))
+            update, self_weights = self.self_attention_block(
+                x, tgt_mask, return_weights
+            )  # fmt: skip
+            x = self.norm1(x + update)
+            update, cross_weights = self.cross_attention_block(
+                x, memory, memory_mask, return_weights
+            )  # fmt: skip
+            x = self.norm2(x + update)
+            x = self.norm3(x + self.feed_forward_block(x))
+        if return_weights:
+            return x, DecoderWeights(self_weights, cross_weights)
+        return x
+
+    def self_attention_block(
+        self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
+        """The first sublayer without its residual: ``dropout(MaskedSelfAttention(x))``."""
+        output, weights = self.self_attention(
+            x, x, x, mask, need_weights=need_weights
+        )  # fmt: skip
+        return self.dropout1(output), weights
+
+    def cross_attention_block(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        mask: Tensor | None = None,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
+        """The second sublayer without its residual: queries from ``x``, keys and values from
+        ``memory``: ``dropout(CrossAttention(x, memory))``."""
+        output, weights = self.cross_attention(
+            x, memory, memory, mask, need_weights=need_weights
+        )  # fmt: skip
+        return self.dropout2(output), weights
+
+    def feed_forward_block(self, x: Tensor) -> Tensor:
+        """The third sublayer without its residual: ``dropout(FFN(x))``."""
+        return self.dropout3(self.feed_forward(x))
+
+    def _check_inputs(
+        self, x: Tensor, memory: Tensor, tgt_mask: Tensor | None, memory_mask: Tensor | None
+    ) -> None:
+        sequences("x", x, self.d_model)
+        sequences("memory", memory, self.d_model)
+        if memory.size(0) != x.size(0):
+            raise ValueError(
+                f"x and memory must have the same batch size, got x {tuple(x.shape)} and "
+                f"memory {tuple(memory.shape)}"
+            )
+        batch, len_t, len_s = x.size(0), x.size(1), memory.size(1)
+        if tgt_mask is not None:
+            check_layer_mask("tgt_mask", self.self_attention, tgt_mask, batch, len_t, len_t)
+        if memory_mask is not None:
+            check_layer_mask("memory_mask", self.cross_attention, memory_mask, batch, len_t,
+                             len_s)  # fmt: skip
+
+    def extra_repr(self) -> str:
+        return f"norm_first={self.norm_first}"
+
+
+class Decoder(nn.Module):
+    """``num_layers`` decoder layers, one after the other, and an optional final norm.
+
+    Every layer reads the same ``memory`` (the encoder's output) in its cross-attention.
+
+    Args:
+        num_layers: the number of layers ``N`` (6 in the paper).
+        d_model, num_heads, d_ff, dropout, norm_first, activation, layer_norm_eps: of every
+            layer (see :class:`DecoderLayer`).
+        final_norm: apply a layer normalization to the last layer's output; ``None`` (the
+            default) means "if ``norm_first``", as in :class:`course_lib.encoder.Encoder`.
+
+    Shape:
+        ``forward(x, memory, tgt_mask, memory_mask)``: ``x`` is ``(batch, L_t, d_model)``,
+        the embedded target tokens with their positions; ``memory`` is
+        ``(batch, L_s, d_model)``; the result has the shape of ``x``. A linear map to the
+        vocabulary turns it into next-token scores (:class:`course_lib.transformer.Transformer`).
+    """
+
+    def __init__(
+        self,
+        num_layers: int,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        final_norm: bool | None = None,
+        activation: str = "relu",
+        layer_norm_eps: float = 1e-5,
+    ) -> None:
+        super().__init__()
+        num_layers = positive_int("num_layers", num_layers)
+        self.d_model = positive_int("d_model", d_model)
+        settings = (d_model, num_heads, d_ff, dropout, norm_first, activation, layer_norm_eps)
+        self.layers = nn.ModuleList(DecoderLayer(*settings) for _ in range(num_layers))
+        final_norm = norm_first if final_norm is None else final_norm
+        self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if final_norm else None
+
+    @classmethod
+    def from_torch(cls, decoder: nn.TransformerDecoder) -> Decoder:
+        """A ``Decoder`` with copies of the layers (and final norm) of an
+        ``nn.TransformerDecoder``, e.g. ``nn.Transformer(...).decoder``."""
+        if not isinstance(decoder, nn.TransformerDecoder):
+            raise TypeError(f"expected a torch.nn.TransformerDecoder, got {type(decoder).__name__}")
+        layers = [DecoderLayer.from_torch(layer) for layer in decoder.layers]
+        first = layers[0]
+        ours = cls(len(layers), first.d_model, first.self_attention.num_heads,
+                   first.feed_forward.d_ff, norm_first=first.norm_first,
+                   final_norm=decoder.norm is not None)  # fmt: skip
+        ours.layers = nn.ModuleList(layers)
+        if decoder.norm is not None:
+            ours.norm = nn.LayerNorm(first.d_model, eps=decoder.norm.eps)
+            copy_layer_norm(ours.norm, decoder.norm)
+        weight = first.norm1.weight
+        return ours.to(device=weight.device, dtype=weight.dtype).train(decoder.training)
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        tgt_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        return_weights: bool = False,
+    ) -> Tensor | tuple[Tensor, list[DecoderWeights]]:
+        """Run the layers in order, each reading ``memory``, then the final norm if any.
+
+        Args:
+            x: ``(batch, L_t, d_model)``.
+            memory: ``(batch, L_s, d_model)``.
+            tgt_mask, memory_mask: bool masks (True = allowed) for every layer, see
+                :meth:`DecoderLayer.forward`.
+            return_weights: also return each layer's attention weights.
+
+        Returns:
+            ``(batch, L_t, d_model)``, or ``(output, weights)`` with one
+            :class:`DecoderWeights` per layer.
+        """
+        sequences("x", x, self.d_model)
+        all_weights = []
+        for layer in self.layers:
+            if return_weights:
+                x, weights = layer(
+                    x, memory, tgt_mask, memory_mask, return_weights=True
+                )  # fmt: skip
+                all_weights.append(weights)
+            else:
+                x = layer(x, memory, tgt_mask, memory_mask)
+        if self.norm is not None:
+            x = self.norm(x)
+        return (x, all_weights) if return_weights else x
