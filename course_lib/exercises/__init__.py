@@ -27,6 +27,9 @@ from course_lib.exercises import positional_encoding
 from course_lib.exercises import self_attention
 from course_lib.exercises import multi_head_attention
 from course_lib.exercises import masking_and_cross_attention
+from course_lib.exercises import training_a_translator
+from course_lib.exercises import decoding_and_inference_cost
+from course_lib.exercises import model_families
 
 # isort: on
 from course_lib.exercises._registry import (
@@ -77,12 +80,14 @@ __all__ = [
     "ValueExercise",
     "ask",
     "check",
+    "decoding_and_inference_cost",
     "evaluate",
     "get_exercise",
     "hint",
     "input_embeddings",
     "list_exercises",
     "masking_and_cross_attention",
+    "model_families",
     "multi_head_attention",
     "positional_encoding",
     "progress",
@@ -90,5 +95,6 @@ __all__ = [
     "read_submission",
     "self_attention",
     "submit",
+    "training_a_translator",
     "transformers_at_a_glance",
 ]

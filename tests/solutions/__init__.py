@@ -8,6 +8,7 @@ that.
 from solutions.attention import SOLUTIONS as ATTENTION
 from solutions.input_embeddings import SOLUTIONS as INPUT_EMBEDDINGS
 from solutions.positional_encoding import SOLUTIONS as POSITIONAL_ENCODING
+from solutions.transformer_at_work import SOLUTIONS as TRANSFORMER_AT_WORK
 from solutions.transformers_at_a_glance import SOLUTIONS as TRANSFORMERS_AT_A_GLANCE
 
 SOLUTIONS = {
@@ -15,4 +16,5 @@ SOLUTIONS = {
     **INPUT_EMBEDDINGS,
     **POSITIONAL_ENCODING,
     **ATTENTION,
+    **TRANSFORMER_AT_WORK,
 }
