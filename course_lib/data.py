@@ -33,6 +33,7 @@ __all__ = [
     "NumberSplit",
     "english_number_name",
     "is_grammatical",
+    "number_alignment",
     "number_name",
     "number_pairs",
     "number_split",
@@ -392,3 +393,40 @@ def number_pairs(
     src_ids, _ = pad_batch(src, source_vocab.pad_id)
     tgt_ids, _ = pad_batch(tgt, target_vocab.pad_id)
     return src_ids, tgt_ids
+
+
+def number_alignment(n: int) -> list[set[int]]:
+    """Which English tokens each Spanish token of ``n`` translates: the word alignment.
+
+    Returns one set per token of ``number_tokens(spanish_number_name(n))``: the positions in
+    ``number_tokens(english_number_name(n))`` of the English tokens it stands for. For 2221,
+    "two thousand two hundred twenty - one" -> "dos mil doscientos veintiuno"::
+
+        dos -> {0} (two), mil -> {1} (thousand), doscientos -> {2, 3} (two hundred),
+        veintiuno -> {4, 5, 6} (twenty - one)
+
+    "mil" alone stands for "one thousand" ({0, 1}); from 31 on, tens, "y" and units align
+    with the tens word, the hyphen and the unit word.
+    """
+    n = _number(n)
+    if n == 0:
+        return [{0}]
+    thousands, rest = divmod(n, 1000)
+    hundreds, rest = divmod(rest, 100)
+    alignment: list[set[int]] = []
+    at = 0  # the next English position
+    if thousands:
+        alignment += [{0, 1}] if thousands == 1 else [{0}, {1}]  # mil / dos mil
+        at = 2
+    if hundreds:
+        alignment.append({at, at + 1})  # "five hundred" -> quinientos
+        at += 2
+    if rest:
+        compound = rest >= 20 and rest % 10  # "twenty - one": three tokens
+        if rest < 30:  # one Spanish word: quince, veinte, veintiuno
+            alignment.append(set(range(at, at + (3 if compound else 1))))
+        elif compound:  # treinta y uno
+            alignment += [{at}, {at + 1}, {at + 2}]
+        else:  # treinta
+            alignment.append({at})
+    return alignment

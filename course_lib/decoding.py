@@ -19,6 +19,7 @@ on it receives ``pad_id``, and generation stops when every sequence is finished 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -36,6 +37,7 @@ __all__ = [
     "beam_search",
     "greedy_decode",
     "sample",
+    "step_times",
 ]
 
 NextTokenScorer = Callable[[Tensor], Tensor]
@@ -290,7 +292,12 @@ class TranslationScorer:
         self.positions_computed = 0
 
     def __call__(self, ids: Tensor) -> Tensor:
-        """``(batch, t)`` target ids so far -> ``(batch, tgt_vocab_size)`` next-token scores."""
+        """``(batch, t)`` target ids so far -> ``(batch, tgt_vocab_size)`` next-token scores
+        (computed without gradients)."""
+        with torch.no_grad():
+            return self._scores(ids)
+
+    def _scores(self, ids: Tensor) -> Tensor:
         if self.cache is None:  # recompute every position of the prefix
             logits = self.model.decode(ids, self.memory, self.src_mask)
             self.positions_computed += ids.size(1)
@@ -315,3 +322,21 @@ class TranslationScorer:
             self.src_mask = self.src_mask.index_select(0, index)
         if self.cache is not None:
             self.cache.reorder(index)
+
+
+def step_times(model: NextTokenScorer, prompt: Tensor, num_tokens: int) -> list[float]:
+    """Generate ``num_tokens`` tokens greedily (no early stop) and time every step.
+
+    Returns:
+        ``num_tokens`` wall-clock times in seconds: step ``t`` is the call of the scorer on
+        the ``t`` ids so far plus the choice of the next token. Run it on one CPU thread
+        (:func:`course_lib.training.threads`) for steadier numbers.
+    """
+    ids = _check_prompt(prompt)
+    times = []
+    for _ in range(positive_int("num_tokens", num_tokens)):
+        started = time.perf_counter()
+        next_token = _next_scores(model, ids).argmax(dim=-1)
+        times.append(time.perf_counter() - started)
+        ids = torch.cat([ids, next_token[:, None]], dim=1)
+    return times

@@ -21,6 +21,7 @@ from torch import Tensor
 
 from course_lib.data import (
     english_number_name,
+    number_alignment,
     number_pairs,
     number_split,
     number_tokens,
@@ -152,6 +153,29 @@ class NumberTranslator:
         """The model's Spanish for each number (or English name), e.g. ``[21] -> ["veintiuno"]``."""
         return self._names(self.generate(self.source_ids(numbers_or_names), beam_width, use_cache))
 
+    @torch.no_grad()
+    def log_probability(self, src_ids: Tensor, generated: Tensor) -> Tensor:
+        """The model's log-probability of whole outputs: ``sum_t log p(y_t | y_<t, x)``.
+
+        Args:
+            src_ids: ``(batch, L_s)`` source ids.
+            generated: ``(batch, t)`` target ids from :meth:`generate` (``<bos>`` first);
+                the tokens up to and including the first ``<eos>`` count, the padding after
+                it does not.
+
+        Returns:
+            ``(batch,)`` log-probabilities: what beam search maximises.
+        """
+        decoder_input, labels = generated[:, :-1], generated[:, 1:]
+        src_mask = self.model.source_mask(src_ids)
+        memory = self.model.encode(src_ids, src_mask)
+        log_p = torch.log_softmax(self.model.decode(decoder_input, memory, src_mask), -1)
+        picked = log_p.gather(-1, labels[..., None])[..., 0]
+        ended_before = (labels == self.target_vocab.eos_id).cumsum(1) - (
+            labels == self.target_vocab.eos_id
+        ).long()
+        return (picked * (ended_before == 0)).sum(1)
+
     def exact_match(
         self, numbers: Sequence[int], beam_width: int = 1, batch_size: int = 1000
     ) -> float:
@@ -190,6 +214,36 @@ class NumberTranslator:
         source = self.source_vocab.decode(src_ids[0], skip_special=False)
         target = self.target_vocab.decode(tgt_ids[0], skip_special=False)
         return CrossAttention(stacked, source, target)
+
+    @torch.no_grad()
+    def alignment_agreement(self, numbers: Sequence[int]) -> list[float]:
+        """How often cross-attention points at the words being translated, per decoder layer.
+
+        The correct Spanish names of ``numbers`` go through the decoder (teacher forcing).
+        For every Spanish word, take the decoder position that predicts it (the one before
+        it) and the English token to which that position's cross-attention, averaged over
+        the heads, gives the most weight. The result, one number per layer, is the share of
+        Spanish words for which that token is one of the English tokens the word translates
+        (:func:`course_lib.data.number_alignment`): 1.0 is a perfect word alignment.
+        """
+        numbers = list(numbers)
+        src_ids, tgt_ids = number_pairs(numbers, self.source_vocab, self.target_vocab)
+        decoder_input = tgt_ids[:, :-1]
+        src_mask = self.model.source_mask(src_ids)
+        memory = self.model.encode(src_ids, src_mask)
+        x = self.model.embed_target(decoder_input)
+        mask = self.model.target_mask(decoder_input)
+        _, weights = self.model.decoder(x, memory, mask, src_mask, return_weights=True)
+        shares = []
+        for layer in weights:
+            looked_at = layer.cross_attention.mean(dim=1).argmax(dim=-1)  # (batch, L_t)
+            hits = total = 0
+            for row, n in enumerate(numbers):
+                for position, english in enumerate(number_alignment(n)):
+                    hits += int(looked_at[row, position]) in english
+                    total += 1
+            shares.append(hits / total)
+        return shares
 
     # ----------------------------------------------------------------------- saving
 
