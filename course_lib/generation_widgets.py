@@ -176,9 +176,7 @@ class DecodingExplorer(widgets.VBox):
         self.beams = widgets.HTML()
         for control in (self.number, self.beam_width):
             control.observe(lambda _: self.refresh(), names="value")
-        super().__init__(
-            [widgets.HBox([self.number, self.beam_width]), self.greedy, self.beams]
-        )
+        super().__init__([widgets.HBox([self.number, self.beam_width]), self.greedy, self.beams])
         self.refresh()
 
     def _token(self, index: int) -> str:
@@ -196,10 +194,11 @@ class DecodingExplorer(widgets.VBox):
             for step in range(1, MAX_OUTPUT_TOKENS + 1):
                 probabilities = torch.softmax(scorer(ids)[0], -1)
                 best = probabilities.topk(self.top)
-                cells = [f"<b>{self._token(int(best.indices[0]))}</b> "
-                         f"{float(best.values[0]):.3f}"]  # fmt: skip
-                cells += [f"{self._token(int(i))} {float(p):.3f}"
-                          for p, i in zip(best.values[1:], best.indices[1:], strict=True)]  # fmt: skip
+                cells = [
+                    f"{self._token(int(i))} {float(p):.3f}"
+                    for p, i in zip(best.values, best.indices, strict=True)
+                ]
+                cells[0] = f"<b>{cells[0]}</b>"
                 rows.append(f"<tr><td>{step}</td><td>{' &nbsp; '.join(cells)}</td></tr>")
                 ids = torch.cat([ids, best.indices[:1][None]], dim=1)
                 if int(best.indices[0]) == vocab.eos_id:
@@ -272,9 +271,7 @@ class SamplingExplorer(widgets.VBox):
         self.output = widgets.interactive_output(
             self._draw, {"temperature": self.temperature, "seed": self.seed}
         )
-        super().__init__(
-            [widgets.HBox([self.temperature, self.seed]), self.readout, self.output]
-        )
+        super().__init__([widgets.HBox([self.temperature, self.seed]), self.readout, self.output])
 
     def sentences(self, temperature: float, seed: int) -> list[tuple[list[str], bool]]:
         """``count`` sampled sentences and whether each ended with ``<eos>``."""
@@ -312,4 +309,3 @@ class SamplingExplorer(widgets.VBox):
         fig.tight_layout()
         plt.show()
         plt.close(fig)
-
