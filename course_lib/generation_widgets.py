@@ -299,13 +299,13 @@ class SamplingExplorer(widgets.VBox):
         with torch.no_grad():
             scores = self.model.next_token_scores(torch.tensor([[self.vocab.bos_id]]))[0]
         probabilities = torch.softmax(scores / temperature, -1)
-        top = probabilities.topk(10)
+        top = probabilities.topk(min(10, probabilities.numel()))
         fig, ax = plt.subplots(figsize=(8, 2.6))
         labels = [self.vocab.id_to_token(int(i)) for i in top.indices]
-        ax.bar(range(10), top.values.numpy())
-        ax.set_xticks(range(10), labels, rotation=30)
+        ax.bar(range(len(labels)), top.values.numpy())
+        ax.set_xticks(range(len(labels)), labels, rotation=30)
         ax.set_ylabel("probability")
-        ax.set_title(f"the first word at temperature {temperature:.1f} (the 10 likeliest)")
+        ax.set_title(f"the first word at temperature {temperature:.1f} (the likeliest)")
         fig.tight_layout()
         plt.show()
         plt.close(fig)

@@ -313,3 +313,23 @@ def load_number_translator() -> NumberTranslator:
     default settings (seed 0), saved after training."""
     with resources.as_file(resources.files("course_lib") / CHECKPOINT) as path:
         return NumberTranslator.load(path)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m course_lib.translation [PATH]``: train with the default settings and save
+    the translator to ``PATH`` (default: the checkpoint inside the package)."""
+    import sys
+
+    from course_lib.training import threads
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    path = Path(args[0]) if args else Path(__file__).parent / CHECKPOINT
+    translator, history = train_number_translator()
+    with threads(1):
+        score = translator.exact_match(number_split().test)
+    translator.save(path)
+    print(f"trained in {history.seconds:.1f} s, held-out exact match {score:.1%}; wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

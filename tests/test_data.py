@@ -10,6 +10,7 @@ from course_lib.data import (
     WORD_CLASSES,
     english_number_name,
     is_grammatical,
+    number_alignment,
     number_name,
     number_pairs,
     number_split,
@@ -268,3 +269,29 @@ def test_is_grammatical_takes_a_list_of_words():
     assert is_grammatical("the small fox hides near this big park".split())
     with pytest.raises(TypeError, match="list of words"):
         is_grammatical("the fox hides")
+
+
+@pytest.mark.parametrize(
+    ("number", "alignment"),
+    [
+        (0, [{0}]),
+        (16, [{0}]),
+        (21, [{0, 1, 2}]),  # twenty - one -> veintiuno
+        (31, [{0}, {1}, {2}]),  # thirty - one -> treinta y uno
+        (100, [{0, 1}]),  # one hundred -> cien
+        (1000, [{0, 1}]),  # one thousand -> mil
+        (2221, [{0}, {1}, {2, 3}, {4, 5, 6}]),
+        (7008, [{0}, {1}, {2}]),
+        (9990, [{0}, {1}, {2, 3}, {4}]),
+    ],
+)
+def test_the_word_alignment_of_tricky_numbers(number, alignment):
+    assert number_alignment(number) == alignment
+
+
+def test_every_spanish_token_is_aligned_and_every_english_token_used_once():
+    for n in range(MAX_NUMBER + 1):
+        alignment = number_alignment(n)
+        assert len(alignment) == len(number_tokens(spanish_number_name(n)))
+        used = sorted(i for english in alignment for i in english)
+        assert used == list(range(len(number_tokens(english_number_name(n)))))

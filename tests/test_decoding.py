@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from course_lib.decoding import TranslationScorer, beam_search, greedy_decode, sample
+from course_lib.decoding import TranslationScorer, beam_search, greedy_decode, sample, step_times
 from course_lib.grading._worker import TableScorer
 from course_lib.transformer import Transformer
 
@@ -234,3 +234,8 @@ def test_sampling_draws_tokens_with_the_softmax_of_the_scores_over_the_temperatu
 def test_a_temperature_that_is_not_positive_is_refused(temperature):
     with pytest.raises(ValueError, match="temperature must be a positive number"):
         sample(random_table(0), torch.tensor([[BOS]]), EOS, 3, temperature=temperature)
+
+
+def test_step_times_times_every_step():
+    times = step_times(random_table(0), torch.tensor([[BOS]]), 6)
+    assert len(times) == 6 and all(t > 0 for t in times)

@@ -93,3 +93,27 @@ def test_a_short_training_run_already_translates_most_held_out_numbers():
     assert history.epoch_losses[0] < 2.0
     with threads(1):
         assert translator.exact_match(number_split().test[:300]) > 0.5
+
+
+def test_the_second_decoder_layer_of_the_shipped_translator_aligns_the_words(translator):
+    first, second = translator.alignment_agreement(number_split().test)
+    assert 0.0 <= first <= 1.0 and second > 0.9
+
+
+def test_an_untrained_translator_does_not_align_the_words():
+    source, target = number_vocabularies(number_split().train)
+    untrained = NumberTranslator.untrained(source, target, seed=0)
+    assert max(untrained.alignment_agreement(number_split().test[:200])) < 0.6
+
+
+def test_log_probability_counts_the_tokens_up_to_eos_and_matches_beam_search(translator):
+    from course_lib.decoding import beam_search
+
+    src_ids = translator.source_ids([100, 21, 7008])
+    start = torch.full((3, 1), translator.target_vocab.bos_id)
+    result = beam_search(translator.scorer(src_ids), start, translator.target_vocab.eos_id,
+                         8, beam_width=3)  # fmt: skip
+    for k in range(3):
+        torch.testing.assert_close(
+            translator.log_probability(src_ids, result.sequences[:, k]), result.scores[:, k]
+        )
