@@ -220,7 +220,7 @@ WRONG_CACHE_STEPS = {
     cache_step_prepending: "keys: 16 of 16 entries differ",
     cache_step_without_scaling: "output: 4 of 4 entries differ",
     cache_step_caching_the_queries: "keys: 4 of 4 entries differ",
-    cache_step_along_the_features: "keys: expected shape",
+    cache_step_along_the_features: "Sizes of tensors must match",
 }
 
 
