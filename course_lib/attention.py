@@ -446,7 +446,9 @@ class MultiHeadAttention(nn.Module):
                 self.split_heads(self.w_k(key)), self.split_heads(self.w_v(value))
             )  # fmt: skip
         if k.size(0) != q.size(0):
-            raise ValueError(f"the cache holds {k.size(0)} sequences but the query has {q.size(0)}")
+            raise ValueError(
+                f"the cache holds {k.size(0)} sequences, the query {q.size(0)}"
+            )  # fmt: skip
         if mask is not None:
             mask = self.head_mask(mask, query.size(0), query.size(1), k.size(-2))
         heads, weights = self.attend(q, k, v, mask, need_weights)

@@ -64,28 +64,33 @@ class KeyValueCache:
             ``(keys, values)``, each ``(batch, num_heads, t + n, d_head)``: the stored ones
             followed by the new ones, in the order of the positions.
         """
+        self._check(keys, values)
+        if self.keys is not None:  # append along the positions
+            keys = torch.cat([self.keys, keys], dim=-2)
+            values = torch.cat([self.values, values], dim=-2)
+        self.keys, self.values = keys, values
+        return keys, values
+
+    def _check(self, keys: Tensor, values: Tensor) -> None:
         if keys.dim() != 4 or keys.shape != values.shape:
             raise ValueError(
                 "keys and values must have the same shape (batch, num_heads, n, d_head), got "
                 f"{tuple(keys.shape)} and {tuple(values.shape)}"
             )
-        if self.keys is not None:
-            stored = self.keys.shape
-            if (stored[0], stored[1], stored[3]) != (keys.size(0), keys.size(1), keys.size(3)):
-                raise ValueError(
-                    f"the cache holds keys of shape {tuple(stored)} (batch, num_heads, t, "
-                    f"d_head); new keys of shape {tuple(keys.shape)} do not fit: batch, heads "
-                    "and d_head must stay the same (a cache belongs to one batch and one layer)"
-                )
-            if self.static:
-                raise ValueError(
-                    "a static cache is set once (the encoder output's keys and values) and "
-                    "then reused; it cannot grow"
-                )
-            keys = torch.cat([self.keys, keys], dim=-2)  # along the positions
-            values = torch.cat([self.values, values], dim=-2)
-        self.keys, self.values = keys, values
-        return keys, values
+        if self.keys is None:
+            return
+        stored = self.keys.shape
+        if (stored[0], stored[1], stored[3]) != (keys.size(0), keys.size(1), keys.size(3)):
+            raise ValueError(
+                f"the cache holds keys of shape {tuple(stored)} (batch, num_heads, t, "
+                f"d_head); new keys of shape {tuple(keys.shape)} do not fit: batch, heads "
+                "and d_head must stay the same (a cache belongs to one batch and one layer)"
+            )
+        if self.static:
+            raise ValueError(
+                "a static cache is set once (the encoder output's keys and values) and "
+                "then reused; it cannot grow"
+            )
 
     def reorder(self, index: Tensor) -> None:
         """Keep the sequences ``index`` of the batch, in that order (rows may repeat)."""

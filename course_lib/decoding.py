@@ -133,6 +133,14 @@ class BeamSearchResult(NamedTuple):
     scores: Tensor  # (batch, beam_width): each sequence's total log-probability
 
 
+def _log_probabilities(model: NextTokenScorer, ids: Tensor, width: int) -> Tensor:
+    """``log_softmax`` of the scorer's output; the beam may not be wider than the vocabulary."""
+    log_p = F.log_softmax(_next_scores(model, ids).float(), dim=-1)
+    if width > log_p.size(-1):
+        raise ValueError(f"beam_width={width} is larger than the vocabulary ({log_p.size(-1)})")
+    return log_p
+
+
 def _reorder(model: NextTokenScorer, index: Tensor) -> None:
     """Tell a scorer that keeps state per sequence (a cache) which rows survive."""
     reorder = getattr(model, "reorder", None)
@@ -176,35 +184,48 @@ def beam_search(
     ids = _check_prompt(prompt)
     eos_id, max_new_tokens, pad_id = _settings(eos_id, max_new_tokens, pad_id)
     width = positive_int("beam_width", beam_width)
-    batch = ids.size(0)
-    rows = torch.arange(batch, device=ids.device).repeat_interleave(width)
+    batch, device = ids.size(0), ids.device
+    rows = torch.arange(batch, device=device).repeat_interleave(width)
     _reorder(model, rows)
     ids = ids[rows]  # (batch * width, t0): every sequence width times
-    # Only the first copy is alive at the start, so that the copies do not all pick the
-    # same tokens: the others start at log-probability -inf.
-    scores = torch.full((batch, width), -math.inf, device=ids.device)
+    # Only the first copy is alive at the start, so that the copies do not
+    # all pick the same tokens: the others start at log-probability -inf.
+    scores = torch.full((batch, width), -math.inf, device=device)
     scores[:, 0] = 0.0
-    finished = torch.zeros(batch * width, dtype=torch.bool, device=ids.device)
+    finished = torch.zeros(batch * width, dtype=torch.bool, device=device)
+    first_row = torch.arange(batch, device=device)[:, None] * width
     for _ in range(max_new_tokens):
-        log_p = F.log_softmax(_next_scores(model, ids).float(), dim=-1)
+        log_p = _log_probabilities(model, ids, width)  # (batch * width, V)
         vocab_size = log_p.size(-1)
-        if width > vocab_size:
-            raise ValueError(f"beam_width={width} is larger than the vocabulary ({vocab_size})")
-        log_p[finished] = -math.inf  # a finished hypothesis continues with pad only,
+        log_p[finished] = -math.inf  # a finished hypothesis gets pad only,
         log_p[finished, pad_id] = 0.0  # and its score stays the same
-        candidates = (scores.reshape(-1, 1) + log_p).reshape(batch, width * vocab_size)
-        scores, best = candidates.topk(width, dim=-1)  # (batch, width), best first
-        parent = best // vocab_size  # which hypothesis each survivor extends
+        candidates = scores.reshape(-1, 1) + log_p  # (batch * width, V)
+        candidates = candidates.reshape(batch, width * vocab_size)
+        scores, best = candidates.topk(width, dim=-1)  # best first
+        parent = best // vocab_size  # the hypothesis each survivor extends
         token = (best % vocab_size).reshape(-1)
-        survivors = (torch.arange(batch, device=ids.device)[:, None] * width + parent).reshape(-1)
+        survivors = (first_row + parent).reshape(-1)
         _reorder(model, survivors)
-        ids, finished = _append(ids[survivors], token, finished[survivors], eos_id, pad_id)
+        ids, finished = _append(
+            ids[survivors], token, finished[survivors], eos_id, pad_id
+        )  # fmt: skip
         if finished.all():
             break
     return BeamSearchResult(ids.reshape(batch, width, -1), scores)
 
 
 # --------------------------------------------------------------------------- sampling
+
+
+def _check_temperature(temperature: object) -> float:
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
+        raise TypeError(f"temperature must be a number, got {temperature!r}")
+    if not (temperature > 0 and math.isfinite(temperature)):
+        raise ValueError(
+            f"temperature must be a positive number, got {temperature!r} (for the most "
+            "likely token at every step use greedy_decode)"
+        )
+    return float(temperature)
 
 
 def sample(
@@ -236,18 +257,13 @@ def sample(
     """
     ids = _check_prompt(prompt)
     eos_id, max_new_tokens, pad_id = _settings(eos_id, max_new_tokens, pad_id)
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
-        raise TypeError(f"temperature must be a number, got {temperature!r}")
-    if not (temperature > 0 and math.isfinite(temperature)):
-        raise ValueError(
-            f"temperature must be a positive number, got {temperature!r} (for the most "
-            "likely token at every step use greedy_decode)"
-        )
+    temperature = _check_temperature(temperature)
     finished = torch.zeros(ids.size(0), dtype=torch.bool, device=ids.device)
     for _ in range(max_new_tokens):
         scores = _next_scores(model, ids).float()
         probabilities = torch.softmax(scores / temperature, dim=-1)
-        next_token = torch.multinomial(probabilities, 1, generator=generator)[:, 0]
+        drawn = torch.multinomial(probabilities, 1, generator=generator)
+        next_token = drawn[:, 0]
         ids, finished = _append(ids, next_token, finished, eos_id, pad_id)
         if finished.all():
             break

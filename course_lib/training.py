@@ -23,6 +23,7 @@ import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -42,6 +43,22 @@ __all__ = [
 ]
 
 
+def _check_targets(tgt_ids: object) -> None:
+    if not isinstance(tgt_ids, Tensor) or tgt_ids.dim() != 2 or tgt_ids.size(1) < 2:
+        shape = tuple(tgt_ids.shape) if isinstance(tgt_ids, Tensor) else type(tgt_ids).__name__
+        raise ValueError(
+            f"tgt_ids must be a (batch, L) tensor with L >= 2 (<bos> ... <eos>), got {shape}"
+        )
+
+
+def _check_logits(logits: Tensor, labels: Tensor) -> None:
+    if logits.dim() != 3 or labels.shape != logits.shape[:2]:
+        raise ValueError(
+            "logits must be (batch, L, vocab_size) and labels (batch, L), got "
+            f"{tuple(logits.shape)} and {tuple(labels.shape)}"
+        )
+
+
 def teacher_forcing(tgt_ids: Tensor) -> tuple[Tensor, Tensor]:
     """Cut target sentences into the decoder's input and its labels.
 
@@ -53,15 +70,15 @@ def teacher_forcing(tgt_ids: Tensor) -> tuple[Tensor, Tensor]:
         position, and the ids without the first. ``labels[:, t]`` is the token that
         position ``t`` of the decoder must predict.
     """
-    if not isinstance(tgt_ids, Tensor) or tgt_ids.dim() != 2 or tgt_ids.size(1) < 2:
-        shape = tuple(tgt_ids.shape) if isinstance(tgt_ids, Tensor) else type(tgt_ids).__name__
-        raise ValueError(
-            f"tgt_ids must be a (batch, L) tensor with L >= 2 (<bos> ... <eos>), got {shape}"
-        )
+    _check_targets(tgt_ids)
     return tgt_ids[:, :-1], tgt_ids[:, 1:]
 
 
-def sequence_loss(logits: Tensor, labels: Tensor, pad_id: int | None = 0) -> Tensor:
+def sequence_loss(
+    logits: Tensor,
+    labels: Tensor,
+    pad_id: int | None = 0,
+) -> Tensor:
     """Cross-entropy of the labels under the logits, averaged over the real tokens.
 
     Args:
@@ -73,13 +90,10 @@ def sequence_loss(logits: Tensor, labels: Tensor, pad_id: int | None = 0) -> Ten
         A scalar: ``-mean log softmax(logits)[label]`` over the positions that count, so a
         batch of long sentences weighs each token alike, whatever the padding.
     """
-    if logits.dim() != 3 or labels.shape != logits.shape[:2]:
-        raise ValueError(
-            "logits must be (batch, L, vocab_size) and labels (batch, L), got "
-            f"{tuple(logits.shape)} and {tuple(labels.shape)}"
-        )
+    _check_logits(logits, labels)
     ignore = -100 if pad_id is None else integer("pad_id", pad_id)
-    return F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=ignore)
+    scores = logits.flatten(0, 1)  # (batch * L, vocab_size): a row per position
+    return F.cross_entropy(scores, labels.flatten(), ignore_index=ignore)
 
 
 def warmup_then_decay(
@@ -166,6 +180,16 @@ class TrainingHistory:
     steps_per_epoch: int = 0
 
 
+def _check_data(data: Sequence[Tensor]) -> tuple[Tensor, ...]:
+    data = tuple(data)
+    if not data or not all(isinstance(t, Tensor) for t in data):
+        raise TypeError("data must be a sequence of one or more tensors")
+    if any(t.size(0) != data[0].size(0) for t in data):
+        shapes = ", ".join(str(tuple(t.shape)) for t in data)
+        raise ValueError(f"the tensors of data must have one row per example, got {shapes}")
+    return data
+
+
 def fit(
     model: nn.Module,
     data: Sequence[Tensor],
@@ -203,18 +227,15 @@ def fit(
     Returns:
         The :class:`TrainingHistory`.
     """
-    data = tuple(data)
-    if not data or not all(isinstance(t, Tensor) for t in data):
-        raise TypeError("data must be a sequence of one or more tensors")
+    data = _check_data(data)
     count = data[0].size(0)
-    if any(t.size(0) != count for t in data):
-        shapes = ", ".join(str(tuple(t.shape)) for t in data)
-        raise ValueError(f"the tensors of data must have one row per example, got {shapes}")
     epochs = positive_int("epochs", epochs)
     batch_size = positive_int("batch_size", batch_size)
     steps_per_epoch = math.ceil(count / batch_size)
     total = epochs * steps_per_epoch
-    optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate, betas=(0.9, 0.98))
+    optimizer = torch.optim.Adam(
+        model.parameters(), lr=learning_rate, betas=(0.9, 0.98)
+    )  # fmt: skip
     schedule = warmup_then_decay(optimizer, total, warmup_fraction)
     if progress is True:
         progress = ProgressBar(total).update
@@ -246,8 +267,23 @@ def fit(
     return history
 
 
+def _check_pairs(src_ids: Tensor, tgt_ids: Tensor) -> None:
+    if not isinstance(src_ids, Tensor) or not isinstance(tgt_ids, Tensor):
+        raise TypeError("src_ids and tgt_ids must be tensors of token ids")
+    if src_ids.dim() != 2 or tgt_ids.dim() != 2:
+        raise ValueError(
+            "src_ids and tgt_ids must be (N, L_s) and (N, L_t), got "
+            f"{tuple(src_ids.shape)} and {tuple(tgt_ids.shape)}"
+        )
+
+
 def train_seq2seq(
-    model: nn.Module, src_ids: Tensor, tgt_ids: Tensor, *, pad_id: int | None = 0, **settings
+    model: nn.Module,
+    src_ids: Tensor,
+    tgt_ids: Tensor,
+    *,
+    pad_id: int | None = 0,
+    **settings: Any,
 ) -> TrainingHistory:
     """Train an encoder-decoder ``model(src_ids, decoder_input) -> logits`` with teacher
     forcing: :func:`fit` with the loss below.
@@ -260,13 +296,7 @@ def train_seq2seq(
         settings: ``epochs``, ``batch_size``, ``learning_rate`` and the other keyword
             arguments of :func:`fit`.
     """
-    if not isinstance(src_ids, Tensor) or not isinstance(tgt_ids, Tensor):
-        raise TypeError("src_ids and tgt_ids must be tensors of token ids")
-    if src_ids.dim() != 2 or tgt_ids.dim() != 2:
-        raise ValueError(
-            "src_ids and tgt_ids must be (N, L_s) and (N, L_t), got "
-            f"{tuple(src_ids.shape)} and {tuple(tgt_ids.shape)}"
-        )
+    _check_pairs(src_ids, tgt_ids)
 
     def batch_loss(src: Tensor, tgt: Tensor) -> Tensor:
         decoder_input, labels = teacher_forcing(tgt)  # shifted by one

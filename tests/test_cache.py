@@ -108,7 +108,7 @@ def test_a_cache_of_another_batch_is_refused():
     cache = KeyValueCache(static=True)
     memory = torch.randn(2, 4, D_MODEL)
     attention.forward_with_cache(torch.randn(2, 1, D_MODEL), memory, memory, cache)
-    with pytest.raises(ValueError, match="cache holds 2 sequences but the query has 3"):
+    with pytest.raises(ValueError, match="cache holds 2 sequences, the query 3"):
         attention.forward_with_cache(torch.randn(3, 1, D_MODEL), memory[:1].expand(3, -1, -1),
                                      memory[:1].expand(3, -1, -1), cache)  # fmt: skip
 
