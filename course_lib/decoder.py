@@ -21,6 +21,10 @@ reading the same memory, with an optional final layer normalization.
 Masks are boolean, **True where attention is allowed** (:mod:`course_lib.attention`): the
 target mask is usually ``causal_mask(L_t)``, combined with the target padding by ``&``; the
 memory mask is the source padding mask ``(batch, 1, L_s)``.
+
+For generation, ``forward(..., cache=...)`` takes the new positions only and keeps the keys
+and values of the earlier ones in a :class:`course_lib.cache.DecoderCache`
+(:mod:`course_lib.cache` explains why that gives the same result).
 """
 
 from __future__ import annotations

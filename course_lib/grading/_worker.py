@@ -15,7 +15,10 @@ Life of a worker:
 3. For each task it forks a child, which limits itself (memory, CPU time, processes, file
    size, open files), moves into a fresh empty working directory, sends what it prints to a
    file, defines the student's source in a fresh namespace and calls the function on each
-   input in turn, sending back each result as JSON of numbers (never a pickle).
+   input in turn, sending back each result as JSON of numbers (never a pickle). Arguments
+   arrive as JSON too: tensors with their entries, plain JSON values, and one kind of model,
+   :class:`TableScorer` (the next-token scorer of the decoding exercises), sent as its two
+   tables and rebuilt here with torch alone.
 4. It waits for the child's messages until the task's time limit, kills the child's process
    group and, inside its own PID namespace, every other process the child left behind, then
    sends the task's outcome to the grader on standard output.
