@@ -22,12 +22,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from course_lib._checks import integer, positive_int
+
+if TYPE_CHECKING:
+    from course_lib.cache import KeyValueCache
 
 __all__ = [
     "MultiHeadAttention",
@@ -401,6 +405,52 @@ class MultiHeadAttention(nn.Module):
         if mask is not None:
             mask = self.head_mask(mask, query.size(0), query.size(1), key.size(1))
         # every head at once: (batch, h, L_q, d_head)
+        heads, weights = self.attend(q, k, v, mask, need_weights)
+        return self.w_o(self.merge_heads(heads)), weights
+
+    def forward_with_cache(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        cache: KeyValueCache,
+        mask: Tensor | None = None,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
+        """:meth:`forward` for new positions, with the keys and values of earlier ones cached.
+
+        The queries are projected as in :meth:`forward`. The keys and values of ``key`` and
+        ``value`` (the new positions) are appended to ``cache``, and the queries attend over
+        all stored positions. A static cache (cross-attention) is filled at the first call
+        and then used as it is, without projecting ``key`` and ``value`` again.
+
+        Args:
+            query: ``(batch, n, d_model)``, the ``n`` new positions (one per generation step).
+            key, value: ``(batch, n, d_model)`` for self-attention, the same as ``query``;
+                the encoder output ``(batch, L_s, d_model)`` for cross-attention.
+            cache: a :class:`course_lib.cache.KeyValueCache`, updated in place.
+            mask: bool, True where allowed, of shape ``(n, t)``, ``(batch, n, t)`` or
+                ``(batch, num_heads, n, t)`` with ``t`` the stored positions after the
+                update; ``causal_mask(n, num_keys=t)`` for self-attention.
+            need_weights: also return the weights ``(batch, num_heads, n, t)``.
+
+        Returns:
+            ``(output, weights)``: ``(batch, n, d_model)`` and the weights (or ``None``).
+        """
+        self._check_inputs(query, key, value)
+        q = self.split_heads(self.w_q(query))  # (batch, h, n, d_head)
+        if cache.static and cache.length:  # the encoder output, projected before
+            k, v = cache.keys, cache.values
+        else:  # (batch, h, t, d_head): the stored positions, then the new ones
+            k, v = cache.update(
+                self.split_heads(self.w_k(key)), self.split_heads(self.w_v(value))
+            )  # fmt: skip
+        if k.size(0) != q.size(0):
+            raise ValueError(
+                f"the cache holds {k.size(0)} sequences, the query {q.size(0)}"
+            )  # fmt: skip
+        if mask is not None:
+            mask = self.head_mask(mask, query.size(0), query.size(1), k.size(-2))
         heads, weights = self.attend(q, k, v, mask, need_weights)
         return self.w_o(self.merge_heads(heads)), weights
 

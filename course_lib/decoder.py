@@ -21,11 +21,15 @@ reading the same memory, with an optional final layer normalization.
 Masks are boolean, **True where attention is allowed** (:mod:`course_lib.attention`): the
 target mask is usually ``causal_mask(L_t)``, combined with the target padding by ``&``; the
 memory mask is the source padding mask ``(batch, 1, L_s)``.
+
+For generation, ``forward(..., cache=...)`` takes the new positions only and keeps the keys
+and values of the earlier ones in a :class:`course_lib.cache.DecoderCache`
+(:mod:`course_lib.cache` explains why that gives the same result).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from torch import Tensor, nn
 
@@ -33,6 +37,9 @@ from course_lib._checks import positive_int, probability, sequences
 from course_lib.attention import MultiHeadAttention
 from course_lib.encoder import assemble_stack, check_layer_mask, copy_layer_norm
 from course_lib.feedforward import FeedForward, activation_of, copy_linear
+
+if TYPE_CHECKING:
+    from course_lib.cache import DecoderCache, KeyValueCache, LayerCache
 
 __all__ = ["Decoder", "DecoderLayer", "DecoderWeights"]
 
@@ -134,6 +141,7 @@ class DecoderLayer(nn.Module):
         tgt_mask: Tensor | None = None,
         memory_mask: Tensor | None = None,
         return_weights: bool = False,
+        cache: LayerCache | None = None,
     ) -> Tensor | tuple[Tensor, DecoderWeights]:
         """Masked self-attention, cross-attention to ``memory``, feed-forward; each with
         Add & Norm.
@@ -147,29 +155,35 @@ class DecoderLayer(nn.Module):
                 ``(batch, 1, L_s)``; ``(L_t, L_s)`` and ``(batch, L_t, L_s)`` work too.
             return_weights: also return both attentions' weights (computed the explicit,
                 slower way).
+            cache: for generation: ``x`` holds only the new positions, the keys and values
+                of the earlier ones are in the :class:`course_lib.cache.LayerCache`, which
+                is updated; ``tgt_mask`` is then ``(L_t, t)`` with ``t`` the positions
+                stored after the update, e.g. ``causal_mask(L_t, num_keys=t)``.
 
         Returns:
             ``(batch, L_t, d_model)``, or ``(output, DecoderWeights(self_attention,
             cross_attention))`` if ``return_weights``.
         """
-        self._check_inputs(x, memory, tgt_mask, memory_mask)
+        past = 0 if cache is None else cache.self_attention.length
+        self._check_inputs(x, memory, tgt_mask, memory_mask, past)
+        self_cache, cross_cache = (None, None) if cache is None else cache
         if self.norm_first:  # pre-norm: x + sublayer(LayerNorm(x))
             update, self_weights = self.self_attention_block(
-                self.norm1(x), tgt_mask, return_weights
+                self.norm1(x), tgt_mask, return_weights, self_cache
             )  # fmt: skip
             x = x + update
             update, cross_weights = self.cross_attention_block(
-                self.norm2(x), memory, memory_mask, return_weights
+                self.norm2(x), memory, memory_mask, return_weights, cross_cache
             )  # fmt: skip
             x = x + update
             x = x + self.feed_forward_block(self.norm3(x))
         else:  # post-norm: LayerNorm(x + sublayer(x))
             update, self_weights = self.self_attention_block(
-                x, tgt_mask, return_weights
+                x, tgt_mask, return_weights, self_cache
             )  # fmt: skip
             x = self.norm1(x + update)
             update, cross_weights = self.cross_attention_block(
-                x, memory, memory_mask, return_weights
+                x, memory, memory_mask, return_weights, cross_cache
             )  # fmt: skip
             x = self.norm2(x + update)
             x = self.norm3(x + self.feed_forward_block(x))
@@ -178,9 +192,19 @@ class DecoderLayer(nn.Module):
         return x
 
     def self_attention_block(
-        self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False
+        self,
+        x: Tensor,
+        mask: Tensor | None = None,
+        need_weights: bool = False,
+        cache: KeyValueCache | None = None,
     ) -> tuple[Tensor, Tensor | None]:
-        """The first sublayer without its residual: ``dropout(MaskedSelfAttention(x))``."""
+        """The first sublayer without its residual: ``dropout(MaskedSelfAttention(x))``
+        (with ``cache``, over the cached positions and the new ones)."""
+        if cache is not None:
+            output, weights = self.self_attention.forward_with_cache(
+                x, x, x, cache, mask, need_weights
+            )  # fmt: skip
+            return self.dropout1(output), weights
         output, weights = self.self_attention(
             x, x, x, mask, need_weights=need_weights
         )  # fmt: skip
@@ -192,9 +216,16 @@ class DecoderLayer(nn.Module):
         memory: Tensor,
         mask: Tensor | None = None,
         need_weights: bool = False,
+        cache: KeyValueCache | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """The second sublayer without its residual: queries from ``x``, keys and values from
-        ``memory``: ``dropout(CrossAttention(x, memory))``."""
+        ``memory``: ``dropout(CrossAttention(x, memory))`` (with a static ``cache``, the
+        memory is projected at the first call only)."""
+        if cache is not None:
+            output, weights = self.cross_attention.forward_with_cache(
+                x, memory, memory, cache, mask, need_weights
+            )  # fmt: skip
+            return self.dropout2(output), weights
         output, weights = self.cross_attention(
             x, memory, memory, mask, need_weights=need_weights
         )  # fmt: skip
@@ -205,7 +236,12 @@ class DecoderLayer(nn.Module):
         return self.dropout3(self.feed_forward(x))
 
     def _check_inputs(
-        self, x: Tensor, memory: Tensor, tgt_mask: Tensor | None, memory_mask: Tensor | None
+        self,
+        x: Tensor,
+        memory: Tensor,
+        tgt_mask: Tensor | None,
+        memory_mask: Tensor | None,
+        past: int = 0,
     ) -> None:
         sequences("x", x, self.d_model)
         sequences("memory", memory, self.d_model)
@@ -216,7 +252,8 @@ class DecoderLayer(nn.Module):
             )
         batch, len_t, len_s = x.size(0), x.size(1), memory.size(1)
         if tgt_mask is not None:
-            check_layer_mask("tgt_mask", self.self_attention, tgt_mask, batch, len_t, len_t)
+            check_layer_mask("tgt_mask", self.self_attention, tgt_mask, batch, len_t,
+                             past + len_t)  # fmt: skip
         if memory_mask is not None:
             check_layer_mask("memory_mask", self.cross_attention, memory_mask, batch, len_t,
                              len_s)  # fmt: skip
@@ -283,6 +320,7 @@ class Decoder(nn.Module):
         tgt_mask: Tensor | None = None,
         memory_mask: Tensor | None = None,
         return_weights: bool = False,
+        cache: DecoderCache | None = None,
     ) -> Tensor | tuple[Tensor, list[DecoderWeights]]:
         """Run the layers in order, each reading ``memory``, then the final norm if any.
 
@@ -292,21 +330,29 @@ class Decoder(nn.Module):
             tgt_mask, memory_mask: bool masks (True = allowed) for every layer, see
                 :meth:`DecoderLayer.forward`.
             return_weights: also return each layer's attention weights.
+            cache: a :class:`course_lib.cache.DecoderCache` with one cache per layer, for
+                generation (see :meth:`DecoderLayer.forward`).
 
         Returns:
             ``(batch, L_t, d_model)``, or ``(output, weights)`` with one
             :class:`DecoderWeights` per layer.
         """
         sequences("x", x, self.d_model)
+        if cache is not None and len(cache.layers) != len(self.layers):
+            raise ValueError(
+                f"the cache has {len(cache.layers)} layer caches for a decoder of "
+                f"{len(self.layers)} layers"
+            )
         all_weights = []
-        for layer in self.layers:
+        for number, layer in enumerate(self.layers):
+            layer_cache = None if cache is None else cache.layers[number]
             if return_weights:
                 x, weights = layer(
-                    x, memory, tgt_mask, memory_mask, return_weights=True
+                    x, memory, tgt_mask, memory_mask, return_weights=True, cache=layer_cache
                 )  # fmt: skip
                 all_weights.append(weights)
             else:
-                x = layer(x, memory, tgt_mask, memory_mask)
+                x = layer(x, memory, tgt_mask, memory_mask, cache=layer_cache)
         if self.norm is not None:
             x = self.norm(x)
         return (x, all_weights) if return_weights else x

@@ -10,7 +10,8 @@ linear map to the target vocabulary -> logits ``(batch, L_t, tgt_vocab_size)``. 
 
 In training (teacher forcing) every target position is computed in one call: the causal mask
 keeps position ``t`` from seeing the positions after it. In generation, :meth:`Transformer.encode`
-runs once and :meth:`Transformer.decode` once per new token.
+runs once and :meth:`Transformer.decode` once per new token; with a key/value cache
+(:meth:`Transformer.new_cache`) each call feeds the new token only.
 
 Masks are boolean, True where attention is allowed; :meth:`Transformer.source_mask` and
 :meth:`Transformer.target_mask` build them from the ids and ``pad_id``.
@@ -18,10 +19,12 @@ Masks are boolean, True where attention is allowed; :meth:`Transformer.source_ma
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor, nn
 
 from course_lib._checks import integer, positive_int, probability
 from course_lib.attention import causal_mask, padding_mask
+from course_lib.cache import DecoderCache
 from course_lib.decoder import Decoder
 from course_lib.embeddings import TokenEmbedding
 from course_lib.encoder import Encoder
@@ -173,6 +176,7 @@ class Transformer(nn.Module):
         memory: Tensor,
         src_mask: Tensor | None,
         tgt_mask: Tensor | None = None,
+        cache: DecoderCache | None = None,
     ) -> Tensor:
         """Next-token logits for every target position, reading the memory.
 
@@ -182,17 +186,50 @@ class Transformer(nn.Module):
             src_mask: the source padding mask, ``self.source_mask(src_ids)`` (``None``: no
                 padding). Required, so that decoding cannot forget it silently.
             tgt_mask: the self-attention mask; ``None`` builds :meth:`target_mask`.
+            cache: for generation, a :meth:`new_cache`: ``tgt_ids`` then holds only the
+                tokens that follow the ones fed before (their keys and values are in the
+                cache, which is updated), they get the positions after them, and the result
+                covers the new tokens only. The default mask is the rows of the new
+                positions in :meth:`target_mask` of all the ids fed so far.
 
         Returns:
             ``(batch, L_t, tgt_vocab_size)``: ``logits[b, t]`` scores the token that follows
             position ``t``; its softmax is the predicted distribution.
         """
         self._check_ids("tgt_ids", tgt_ids)
+        if cache is not None:
+            return self._decode_cached(tgt_ids, memory, src_mask, tgt_mask, cache)
         if tgt_mask is None:
             tgt_mask = self.target_mask(tgt_ids)
         x = self.embed_target(tgt_ids)
         states = self.decoder(x, memory, tgt_mask, src_mask)
         return self.output(states)  # (batch, L_t, tgt_vocab_size)
+
+    def new_cache(self) -> DecoderCache:
+        """An empty key/value cache for :meth:`decode`, one per decoder layer."""
+        return DecoderCache(len(self.decoder.layers))
+
+    def _decode_cached(
+        self,
+        tgt_ids: Tensor,
+        memory: Tensor,
+        src_mask: Tensor | None,
+        tgt_mask: Tensor | None,
+        cache: DecoderCache,
+    ) -> Tensor:
+        start = cache.length  # positions fed before
+        if cache.ids is not None and cache.ids.size(0) != tgt_ids.size(0):
+            raise ValueError(
+                f"the cache holds {cache.ids.size(0)} sequences, tgt_ids "
+                f"{tuple(tgt_ids.shape)} has {tgt_ids.size(0)}"
+            )
+        all_ids = tgt_ids if cache.ids is None else torch.cat([cache.ids, tgt_ids], dim=1)
+        if tgt_mask is None:  # the rows of the new positions
+            tgt_mask = self.target_mask(all_ids)[..., start:, :]
+        x = self.embed_target(tgt_ids, start=start)
+        states = self.decoder(x, memory, tgt_mask, src_mask, cache=cache)
+        cache.ids = all_ids
+        return self.output(states)  # (batch, L_new, tgt_vocab_size)
 
     def forward(self, src_ids: Tensor, tgt_ids: Tensor) -> Tensor:
         """Logits for every target position at once (teacher forcing), with the masks built

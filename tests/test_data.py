@@ -9,9 +9,16 @@ from course_lib.data import (
     MAX_NUMBER,
     WORD_CLASSES,
     english_number_name,
+    is_grammatical,
+    number_alignment,
+    number_name,
+    number_pairs,
     number_split,
+    number_tokens,
+    number_vocabularies,
     spanish_number_name,
     synthetic_grammar_corpus,
+    tokens_to_name,
 )
 
 CLASS_OF = {word: name for name, words in WORD_CLASSES.items() for word in words}
@@ -175,3 +182,116 @@ def test_the_split_depends_on_the_seed_only():
 def test_a_split_that_leaves_nothing_to_train_on_is_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
         number_split(**kwargs)
+
+
+# ----------------------------------------------------------------------------- the translation task
+
+
+def test_an_english_hyphen_is_a_token_of_its_own_and_names_come_back_whole():
+    assert number_tokens("two hundred twenty-one") == ["two", "hundred", "twenty", "-", "one"]
+    assert number_tokens("doscientos veintiuno") == ["doscientos", "veintiuno"]
+    for n in range(MAX_NUMBER + 1):
+        for name in (english_number_name(n), spanish_number_name(n)):
+            assert tokens_to_name(number_tokens(name)) == name
+
+
+def test_number_name_chooses_the_language():
+    assert number_name(21, "english") == "twenty-one"
+    assert number_name(21, "spanish") == "veintiuno"
+    with pytest.raises(ValueError, match="language must be one of"):
+        number_name(21, "french")
+
+
+def test_the_vocabularies_of_the_training_numbers_hold_every_word_of_the_held_out_ones():
+    split = number_split()
+    source, target = number_vocabularies(split.train)
+    assert (len(source), len(target)) == (4 + 31, 4 + 49)  # special tokens + words
+    for n in split.test:
+        assert all(t in source for t in number_tokens(english_number_name(n)))
+        assert all(t in target for t in number_tokens(spanish_number_name(n)))
+
+
+def test_number_pairs_are_padded_ids_with_bos_and_eos_around_the_target_only():
+    source, target = number_vocabularies(range(MAX_NUMBER + 1))
+    src_ids, tgt_ids = number_pairs([21, 100], source, target)
+    assert src_ids.shape == (2, 3) and tgt_ids.shape == (2, 3)
+    assert source.decode(src_ids[0]) == ["twenty", "-", "one"]
+    assert source.decode(src_ids[1]) == ["one", "hundred"] and src_ids[1, 2] == source.pad_id
+    assert tgt_ids[:, 0].tolist() == [target.bos_id] * 2
+    assert target.decode(tgt_ids[0], skip_special=False) == ["<bos>", "veintiuno", "<eos>"]
+    assert target.decode(tgt_ids[1], skip_special=False) == ["<bos>", "cien", "<eos>"]
+
+
+def test_the_longest_names_fit_the_translator():
+    source, target = number_vocabularies(range(MAX_NUMBER + 1))
+    src_ids, tgt_ids = number_pairs(range(MAX_NUMBER + 1), source, target)
+    assert src_ids.size(1) == 7  # "seven thousand seven hundred seventy - seven"
+    assert tgt_ids.size(1) == 8  # <bos> + 6 words + <eos>
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: number_tokens(21), TypeError, "name must be a string"),
+        (lambda: tokens_to_name("twenty one"), TypeError, "got the string"),
+        (lambda: number_vocabularies([]), ValueError, "at least one number"),
+        (lambda: number_vocabularies([10_000]), ValueError, "between 0 and 9999"),
+    ],
+)
+def test_bad_input_to_the_corpus_helpers_is_refused(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_every_generated_sentence_is_grammatical():
+    assert all(is_grammatical(s) for s in synthetic_grammar_corpus(3000, seed=5))
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "the fox",  # no verb
+        "the fox hides near",  # a preposition without a place
+        "the red fox hides",  # a colour before an animal
+        "the baker sells",  # no food
+        "the baker sells the cake in the park the",  # something after the end
+        "baker sells the cake",  # no determiner
+        "the big baker sells the cake",  # a size before a person
+        "the fox sells the cake",  # an animal with a person's verb
+        "",
+    ],
+)
+def test_sentences_outside_the_grammar_are_recognised(sentence):
+    assert not is_grammatical(sentence.split())
+
+
+def test_is_grammatical_takes_a_list_of_words():
+    assert is_grammatical("the small fox hides near this big park".split())
+    with pytest.raises(TypeError, match="list of words"):
+        is_grammatical("the fox hides")
+
+
+@pytest.mark.parametrize(
+    ("number", "alignment"),
+    [
+        (0, [{0}]),
+        (16, [{0}]),
+        (21, [{0, 1, 2}]),  # twenty - one -> veintiuno
+        (31, [{0}, {1}, {2}]),  # thirty - one -> treinta y uno
+        (100, [{0, 1}]),  # one hundred -> cien
+        (1000, [{0, 1}]),  # one thousand -> mil
+        (2221, [{0}, {1}, {2, 3}, {4, 5, 6}]),
+        (7008, [{0}, {1}, {2}]),
+        (9990, [{0}, {1}, {2, 3}, {4}]),
+    ],
+)
+def test_the_word_alignment_of_tricky_numbers(number, alignment):
+    assert number_alignment(number) == alignment
+
+
+def test_every_spanish_token_is_aligned_and_every_english_token_used_once():
+    for n in range(MAX_NUMBER + 1):
+        alignment = number_alignment(n)
+        assert len(alignment) == len(number_tokens(spanish_number_name(n)))
+        used = sorted(i for english in alignment for i in english)
+        assert used == list(range(len(number_tokens(english_number_name(n)))))

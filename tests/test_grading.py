@@ -23,6 +23,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import torch
 
 import course_lib
 from conftest import ROOT, book_config
@@ -31,6 +32,7 @@ from course_lib.exercises._source import function_source
 from course_lib.exercises.submission import content_hash
 from course_lib.grading import cli
 from course_lib.grading._progress import ProgressBar
+from course_lib.grading._worker import TableScorer, decode_argument, encode_argument
 from course_lib.grading.gradebook import Gradebook
 from course_lib.grading.inputs import read_submission_file
 from course_lib.grading.sandbox import WORKER_IN_SANDBOX, Sandbox, SandboxUnavailable
@@ -582,6 +584,59 @@ def test_a_tuple_result_is_compared_part_by_part_with_the_students_own_messages(
     row = results(tmp_path / "out")["tuples", "scaled-dot-product-attention"]
     assert row["status"] == "fail" and row["points"] == 0
     assert message in row["message"], row["message"]
+
+
+def test_a_table_scorer_argument_crosses_into_the_sandbox_as_its_two_tables():
+    draw = torch.Generator().manual_seed(0)
+    scorer = TableScorer(torch.randn(3, 5, 5, generator=draw), torch.randn(5, 5, generator=draw))
+    encoded = json.loads(json.dumps(encode_argument(scorer)))  # what the worker reads
+    assert set(encoded) == {"scorer"}
+    assert set(encoded["scorer"]) == {"by_position", "by_start"}
+    rebuilt = decode_argument(encoded)
+    ids = torch.tensor([[1, 4], [3, 0]])
+    assert isinstance(rebuilt, TableScorer) and torch.equal(rebuilt(ids), scorer(ids))
+
+
+def test_a_table_scorer_with_a_bad_table_is_refused_when_rebuilt():
+    encoded = encode_argument(TableScorer(torch.zeros(2, 3, 3), torch.zeros(3, 3)))
+    encoded["scorer"]["by_start"]["shape"] = [1, 9]
+    with pytest.raises(ValueError, match="by_start must be"):
+        decode_argument(encoded)
+
+
+GREEDY_ANSWERS = {  # (a first statement, a statement after each step, status)
+    "right": ("pass", "pass", "ok"),
+    "never-stops": ("pass", "finished = finished & False", "fail"),
+    "calls-course-lib": ("import course_lib", "pass", "error"),
+}
+
+
+@pytest.mark.parametrize("answer", GREEDY_ANSWERS)
+def test_greedy_decoding_is_graded_with_the_table_model_inside_the_sandbox(tmp_path, answer):
+    first, after_step, status = GREEDY_ANSWERS[answer]
+    source = f"""
+        import torch
+
+        def greedy_decode(model, prompt, eos_id, max_new_tokens):
+            {first}
+            ids = prompt
+            finished = torch.zeros(ids.size(0), dtype=torch.bool)
+            for _ in range(max_new_tokens):
+                token = model(ids).argmax(dim=-1).masked_fill(finished, 0)
+                ids = torch.cat([ids, token[:, None]], dim=1)
+                finished = finished | (token == eos_id)
+                {after_step}
+                if finished.all():
+                    break
+            return ids
+        """
+    entries = [code(source, "greedy_decode", "greedy-decoding")]
+    (tmp_path / "in").mkdir()
+    write(tmp_path / "in", "decoder", document("decoder", entries))
+    assert grade(tmp_path / "in", "--out", tmp_path / "out", "--seed", SEED, "--quiet")[0] == 0
+    row = results(tmp_path / "out")["decoder", "greedy-decoding"]
+    points = get_exercise("greedy-decoding").points if status == "ok" else 0
+    assert (row["status"], row["points"]) == (status, points), dict(row)
 
 
 def test_running_again_changes_nothing_and_grades_nothing(tmp_path):

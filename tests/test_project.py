@@ -69,6 +69,7 @@ def test_the_built_package_holds_every_module_and_the_submission_schema(tmp_path
     }
     assert modules <= names, sorted(modules - names)
     assert "course_lib/exercises/schemas/submission-1.schema.json" in names
+    assert "course_lib/checkpoints/number_translator.pt" in names
 
 
 def test_readme_chapter_table_has_a_row_for_every_chapter():

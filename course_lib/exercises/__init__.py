@@ -30,6 +30,9 @@ from course_lib.exercises import masking_and_cross_attention
 from course_lib.exercises import feed_forward_and_norm
 from course_lib.exercises import encoder
 from course_lib.exercises import decoder
+from course_lib.exercises import training_a_translator
+from course_lib.exercises import decoding_and_inference_cost
+from course_lib.exercises import model_families
 
 # isort: on
 from course_lib.exercises._registry import (
@@ -81,6 +84,7 @@ __all__ = [
     "ask",
     "check",
     "decoder",
+    "decoding_and_inference_cost",
     "encoder",
     "evaluate",
     "feed_forward_and_norm",
@@ -89,6 +93,7 @@ __all__ = [
     "input_embeddings",
     "list_exercises",
     "masking_and_cross_attention",
+    "model_families",
     "multi_head_attention",
     "positional_encoding",
     "progress",
@@ -96,5 +101,6 @@ __all__ = [
     "read_submission",
     "self_attention",
     "submit",
+    "training_a_translator",
     "transformers_at_a_glance",
 ]

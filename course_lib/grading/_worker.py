@@ -15,7 +15,10 @@ Life of a worker:
 3. For each task it forks a child, which limits itself (memory, CPU time, processes, file
    size, open files), moves into a fresh empty working directory, sends what it prints to a
    file, defines the student's source in a fresh namespace and calls the function on each
-   input in turn, sending back each result as JSON of numbers (never a pickle).
+   input in turn, sending back each result as JSON of numbers (never a pickle). Arguments
+   arrive as JSON too: tensors with their entries, plain JSON values, and one kind of model,
+   :class:`TableScorer` (the next-token scorer of the decoding exercises), sent as its two
+   tables and rebuilt here with torch alone.
 4. It waits for the child's messages until the task's time limit, kills the child's process
    group and, inside its own PID namespace, every other process the child left behind, then
    sends the task's outcome to the grader on standard output.
@@ -166,10 +169,82 @@ def decode_tensor(data: dict[str, Any]):
     return torch.tensor(entries, dtype=getattr(torch, dtype)).reshape(shape)
 
 
+class TableScorer:
+    """A next-token scorer given by two tables: the "model" of the decoding exercises.
+
+    Arguments cross into the sandbox as tensors and JSON values only, so a model cannot be
+    sent as it is; this one is sent as its two tables and rebuilt here with torch alone.
+    Called with the ids so far, ``(batch, t)``, it returns the scores of the next token,
+    ``(batch, vocab_size)``::
+
+        scores[b] = by_position[t - 1, ids[b, t - 1]] + by_start[ids[b, 0]]
+
+    so the scores depend on the last token, on how many tokens there are and on the first
+    one, as a real model's depend on the whole prefix.
+
+    Args:
+        by_position: ``(max_len, vocab_size, vocab_size)`` float tensor.
+        by_start: ``(vocab_size, vocab_size)`` float tensor.
+    """
+
+    def __init__(self, by_position, by_start) -> None:
+        import torch
+
+        if not isinstance(by_position, torch.Tensor) or not isinstance(by_start, torch.Tensor):
+            raise TypeError("by_position and by_start must be tensors")
+        if by_position.dim() != 3 or by_position.size(1) != by_position.size(2):
+            raise ValueError(
+                "by_position must be (max_len, vocab_size, vocab_size), got "
+                f"{tuple(by_position.shape)}"
+            )
+        if tuple(by_start.shape) != tuple(by_position.shape[1:]):
+            raise ValueError(
+                f"by_start must be (vocab_size, vocab_size) = {tuple(by_position.shape[1:])}, "
+                f"got {tuple(by_start.shape)}"
+            )
+        if not by_position.is_floating_point() or not by_start.is_floating_point():
+            raise TypeError("by_position and by_start must hold floating-point scores")
+        self.by_position = by_position
+        self.by_start = by_start
+
+    @property
+    def vocab_size(self) -> int:
+        return self.by_start.size(0)
+
+    @property
+    def max_len(self) -> int:
+        return self.by_position.size(0)
+
+    def __call__(self, ids):
+        import torch
+
+        if not isinstance(ids, torch.Tensor) or ids.dim() != 2:
+            shape = tuple(ids.shape) if isinstance(ids, torch.Tensor) else type(ids).__name__
+            raise ValueError(f"the model takes ids of shape (batch, t), got {shape}")
+        if ids.is_floating_point() or ids.dtype == torch.bool:
+            raise TypeError(f"the model takes integer token ids, got {ids.dtype}")
+        length = ids.size(1)
+        if not 1 <= length <= self.max_len:
+            raise ValueError(
+                f"the model takes 1 to {self.max_len} tokens per sequence, got {length}"
+            )
+        if ((ids < 0) | (ids >= self.vocab_size)).any():
+            raise ValueError(f"token ids must be in [0, {self.vocab_size}), got {ids.tolist()}")
+        ids = ids.long()
+        return self.by_position[length - 1, ids[:, -1]] + self.by_start[ids[:, 0]]
+
+    def __repr__(self) -> str:
+        return f"TableScorer(vocab_size={self.vocab_size}, max_len={self.max_len})"
+
+
 def encode_argument(value: Any) -> dict[str, Any]:
-    """An argument of a call for the worker: a tensor with its entries, or a JSON value."""
+    """An argument of a call for the worker: a tensor with its entries, a
+    :class:`TableScorer` as its two tables, or a JSON value."""
     import torch
 
+    if isinstance(value, TableScorer):
+        tables = {"by_position": value.by_position, "by_start": value.by_start}
+        return {"scorer": {name: encode_argument(t)["tensor"] for name, t in tables.items()}}
     if isinstance(value, torch.Tensor):
         described = encode_value(value)
         if described["data"] is None:
@@ -182,6 +257,9 @@ def encode_argument(value: Any) -> dict[str, Any]:
 
 
 def decode_argument(data: dict[str, Any]) -> Any:
+    if "scorer" in data:
+        tables = data["scorer"]
+        return TableScorer(decode_tensor(tables["by_position"]), decode_tensor(tables["by_start"]))
     return decode_tensor(data["tensor"]) if "tensor" in data else data["value"]
 
 

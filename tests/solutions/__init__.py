@@ -9,6 +9,7 @@ from solutions.attention import SOLUTIONS as ATTENTION
 from solutions.input_embeddings import SOLUTIONS as INPUT_EMBEDDINGS
 from solutions.layers import SOLUTIONS as LAYERS
 from solutions.positional_encoding import SOLUTIONS as POSITIONAL_ENCODING
+from solutions.transformer_at_work import SOLUTIONS as TRANSFORMER_AT_WORK
 from solutions.transformers_at_a_glance import SOLUTIONS as TRANSFORMERS_AT_A_GLANCE
 
 SOLUTIONS = {
@@ -17,4 +18,5 @@ SOLUTIONS = {
     **POSITIONAL_ENCODING,
     **ATTENTION,
     **LAYERS,
+    **TRANSFORMER_AT_WORK,
 }

@@ -1,0 +1,152 @@
+"""The key/value cache: what a decoder keeps between the steps of generation.
+
+A decoder generates one token per step, and at step ``t`` its masked self-attention needs
+the keys and values of positions ``0..t``. Without a cache, every step feeds the whole
+prefix again and recomputes all of them, although those of positions ``0..t-1`` are the same
+as in the step before: the causal mask keeps a position from ever seeing a later one, so
+nothing a position computes changes when tokens are appended. With a cache, each step feeds
+the new token only, appends its key and value to the stored ones and attends over all of
+them. The cross-attention's keys and values come from the encoder's output, which does not
+change at all during generation: they are computed at the first step and reused.
+
+- :class:`KeyValueCache` -- the keys and values of one attention layer,
+  ``(batch, num_heads, t, d_head)``, and :meth:`KeyValueCache.update` that appends;
+- :class:`LayerCache` -- the two caches of one decoder layer (self- and cross-attention);
+- :class:`DecoderCache` -- one :class:`LayerCache` per layer, the target ids fed so far,
+  and :meth:`DecoderCache.reorder` for beam search.
+
+``MultiHeadAttention.forward(..., cache=...)``, ``DecoderLayer.forward(..., cache=...)``,
+``Decoder.forward(..., cache=...)`` and ``Transformer.decode(..., cache=...)`` take them.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+from course_lib._checks import positive_int
+
+__all__ = ["DecoderCache", "KeyValueCache", "LayerCache"]
+
+
+class KeyValueCache:
+    """The keys and values one attention layer has computed so far.
+
+    Args:
+        static: the keys and values never grow: they are set at the first call and then
+            reused as they are (cross-attention, whose keys and values are the projected
+            encoder output). Otherwise (self-attention) each call appends.
+
+    Attributes:
+        keys, values: ``(batch, num_heads, t, d_head)``, or ``None`` before the first call.
+    """
+
+    def __init__(self, static: bool = False) -> None:
+        self.static = bool(static)
+        self.keys: Tensor | None = None
+        self.values: Tensor | None = None
+
+    @property
+    def length(self) -> int:
+        """``t``, the number of positions stored (0 when empty)."""
+        return 0 if self.keys is None else self.keys.size(-2)
+
+    def update(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
+        """Append the new positions' keys and values; return all of them.
+
+        Args:
+            keys, values: ``(batch, num_heads, n, d_head)``, the projections of the ``n`` new
+                positions (usually one).
+
+        Returns:
+            ``(keys, values)``, each ``(batch, num_heads, t + n, d_head)``: the stored ones
+            followed by the new ones, in the order of the positions.
+        """
+        self._check(keys, values)
+        if self.keys is not None:  # append along the positions
+            keys = torch.cat([self.keys, keys], dim=-2)
+            values = torch.cat([self.values, values], dim=-2)
+        self.keys, self.values = keys, values
+        return keys, values
+
+    def _check(self, keys: Tensor, values: Tensor) -> None:
+        if keys.dim() != 4 or keys.shape != values.shape:
+            raise ValueError(
+                "keys and values must have the same shape (batch, num_heads, n, d_head), got "
+                f"{tuple(keys.shape)} and {tuple(values.shape)}"
+            )
+        if self.keys is None:
+            return
+        stored = self.keys.shape
+        if (stored[0], stored[1], stored[3]) != (keys.size(0), keys.size(1), keys.size(3)):
+            raise ValueError(
+                f"the cache holds keys of shape {tuple(stored)} (batch, num_heads, t, "
+                f"d_head); new keys of shape {tuple(keys.shape)} do not fit: batch, heads "
+                "and d_head must stay the same (a cache belongs to one batch and one layer)"
+            )
+        if self.static:
+            raise ValueError(
+                "a static cache is set once (the encoder output's keys and values) and "
+                "then reused; it cannot grow"
+            )
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep the sequences ``index`` of the batch, in that order (rows may repeat)."""
+        if self.keys is not None:
+            self.keys = self.keys.index_select(0, index)
+            self.values = self.values.index_select(0, index)
+
+    def __repr__(self) -> str:
+        shape = None if self.keys is None else tuple(self.keys.shape)
+        return f"KeyValueCache(static={self.static}, keys={shape})"
+
+
+class LayerCache(NamedTuple):
+    """The caches of one decoder layer."""
+
+    self_attention: KeyValueCache  # grows by one position per step
+    cross_attention: KeyValueCache  # static: the encoder output, projected once
+
+
+class DecoderCache:
+    """Everything a decoder keeps between generation steps: one :class:`LayerCache` per layer.
+
+    Args:
+        num_layers: the number of decoder layers.
+
+    Attributes:
+        layers: the layers' caches, in order.
+        ids: ``(batch, t)``, the target ids fed so far (``None`` before the first step);
+            :meth:`course_lib.transformer.Transformer.decode` builds the target padding mask
+            from them.
+    """
+
+    def __init__(self, num_layers: int) -> None:
+        num_layers = positive_int("num_layers", num_layers)
+        self.layers = [
+            LayerCache(KeyValueCache(), KeyValueCache(static=True)) for _ in range(num_layers)
+        ]
+        self.ids: Tensor | None = None
+
+    @property
+    def length(self) -> int:
+        """The number of target positions whose keys and values are stored."""
+        return self.layers[0].self_attention.length
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep the sequences ``index`` of the batch, in that order: beam search calls it when
+        it keeps some hypotheses and drops others.
+
+        Args:
+            index: 1-D ``torch.long`` tensor of batch rows.
+        """
+        for layer in self.layers:
+            layer.self_attention.reorder(index)
+            layer.cross_attention.reorder(index)
+        if self.ids is not None:
+            self.ids = self.ids.index_select(0, index)
+
+    def __repr__(self) -> str:
+        return f"DecoderCache(num_layers={len(self.layers)}, length={self.length})"

@@ -1,0 +1,265 @@
+"""Encoder-only and decoder-only Transformers: BERT-like and GPT-like models.
+
+The encoder-decoder Transformer splits into two families of one-stack models, and both are
+built from the same layers as the full model:
+
+- :class:`EncoderOnlyModel` (BERT-like): token embeddings, positions, a stack of encoder
+  layers in which every token attends to every other (only padding is masked), and a linear
+  map from every position's final vector to scores over the vocabulary. Trained by
+  masked-token prediction (:func:`mask_tokens`, :func:`train_masked_lm`): some input tokens
+  are replaced by ``<mask>`` and the model predicts them from the context on *both* sides.
+- :class:`DecoderOnlyModel` (GPT-like): the same, with the causal mask: position ``t`` sees
+  the tokens ``0..t`` only. A decoder layer without an encoder has nothing to cross-attend
+  to, so what is left of it is masked self-attention and the feed-forward network: exactly
+  an encoder layer run with a causal mask. Trained by next-token prediction
+  (:func:`train_causal_lm`), it generates text token by token
+  (:func:`course_lib.decoding.sample`).
+
+Positions are the sinusoidal encoding of the original paper or, as in BERT and GPT-2, a
+learned table (:class:`LearnedPositions`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from course_lib._checks import integer, positive_int, probability
+from course_lib.attention import causal_mask, padding_mask
+from course_lib.embeddings import TokenEmbedding, check_token_ids
+from course_lib.encoder import Encoder
+from course_lib.positional import PositionalEncoding
+from course_lib.training import TrainingHistory, fit, sequence_loss, teacher_forcing
+
+__all__ = [
+    "DecoderOnlyModel",
+    "EncoderOnlyModel",
+    "LearnedPositions",
+    "mask_tokens",
+    "train_causal_lm",
+    "train_masked_lm",
+]
+
+
+class LearnedPositions(nn.Module):
+    """A trainable vector per position, added to the token embeddings (BERT, GPT-2, ViT).
+
+    Args:
+        max_len: the number of positions, rows of the table (512 in BERT, 1024 in GPT-2).
+        d_model: the size of every vector.
+        dropout: applied to the sum, as with :class:`~course_lib.positional.PositionalEncoding`.
+
+    Shape:
+        ``forward(x, start=0)``: ``x`` is ``(batch, L, d_model)``; rows ``start .. start+L-1``
+        of the table are added.
+    """
+
+    def __init__(self, max_len: int, d_model: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.max_len = positive_int("max_len", max_len)
+        self.table = nn.Embedding(self.max_len, positive_int("d_model", d_model))
+        nn.init.normal_(self.table.weight, std=0.02)  # small, as GPT-2 starts them
+        self.dropout = nn.Dropout(probability("dropout", dropout))
+
+    def forward(self, x: Tensor, start: int = 0) -> Tensor:
+        end = integer("start", start) + x.size(1)
+        if end > self.max_len:
+            raise ValueError(
+                f"positions {start}..{end - 1} are needed but the table has {self.max_len} rows"
+            )
+        positions = torch.arange(start, end, device=x.device)
+        return self.dropout(x + self.table(positions))
+
+
+class _OneStackModel(nn.Module):
+    """Embeddings, positions, a stack of encoder layers and a map to vocabulary scores."""
+
+    causal = False
+
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int = 64,
+        num_heads: int = 4,
+        num_layers: int = 2,
+        d_ff: int = 256,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        activation: str = "gelu",
+        max_len: int = 512,
+        pad_id: int | None = 0,
+        positions: str = "sinusoidal",
+        tie_embeddings: bool = True,
+    ) -> None:
+        super().__init__()
+        self.vocab_size = positive_int("vocab_size", vocab_size)
+        self.pad_id = None if pad_id is None else integer("pad_id", pad_id)
+        self.embedding = TokenEmbedding(vocab_size, d_model, padding_idx=self.pad_id, scale=True)
+        if positions == "sinusoidal":
+            self.positional: nn.Module = PositionalEncoding(d_model, max_len, dropout)
+        elif positions == "learned":
+            self.positional = LearnedPositions(max_len, d_model, dropout)
+        else:
+            raise ValueError(f"positions must be 'sinusoidal' or 'learned', got {positions!r}")
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, dropout, norm_first,
+                               None, activation)  # fmt: skip
+        self.output = nn.Linear(d_model, vocab_size, bias=not tie_embeddings)
+        if tie_embeddings:  # one matrix for reading tokens in and scoring them out
+            self.output.weight = self.embedding.weight
+
+    def attention_mask(self, ids: Tensor) -> Tensor | None:
+        """The self-attention mask of ``ids`` ``(batch, L)``, True where allowed: the padding
+        mask ``(batch, 1, L)``, combined with the causal mask in a decoder-only model."""
+        mask = causal_mask(ids.size(1), device=ids.device) if self.causal else None
+        if self.pad_id is None:
+            return mask
+        keep = padding_mask(ids, self.pad_id)
+        return keep if mask is None else mask & keep
+
+    def hidden_states(self, ids: Tensor) -> Tensor:
+        """The last layer's vector at every position: ``(batch, L, d_model)``."""
+        if not isinstance(ids, Tensor) or ids.dim() != 2 or ids.size(1) == 0:
+            shape = tuple(ids.shape) if isinstance(ids, Tensor) else type(ids).__name__
+            raise ValueError(f"ids must be a (batch, L) tensor of token ids, got {shape}")
+        check_token_ids(ids, self.vocab_size)
+        x = self.positional(self.embedding(ids))
+        return self.encoder(x, self.attention_mask(ids))
+
+    def forward(self, ids: Tensor) -> Tensor:
+        """Scores over the vocabulary at every position: ``(batch, L, vocab_size)``."""
+        return self.output(self.hidden_states(ids))
+
+
+class EncoderOnlyModel(_OneStackModel):
+    """A BERT-like model: every position attends to the whole sequence.
+
+    ``forward(ids)`` gives, at every position, scores over the vocabulary for the token that
+    belongs there: trained on inputs with some tokens replaced by ``<mask>``, it learns to
+    fill them in from the words on both sides (:func:`train_masked_lm`).
+
+    Args:
+        vocab_size: tokens of the vocabulary (``<mask>`` among them).
+        d_model, num_heads, num_layers, d_ff, dropout, activation: of the encoder layers
+            (BERT uses GELU).
+        norm_first: post-norm (False, BERT's) or pre-norm layers.
+        max_len: the longest input.
+        pad_id: the padding id, masked out of attention (``None``: no padding).
+        positions: ``"sinusoidal"`` or ``"learned"`` (BERT's).
+        tie_embeddings: share the embedding matrix with the output map (as BERT does).
+    """
+
+    causal = False
+
+
+class DecoderOnlyModel(_OneStackModel):
+    """A GPT-like model: position ``t`` attends to positions ``0..t`` only.
+
+    ``forward(ids)[:, t]`` scores the token that follows position ``t``; trained on text
+    (:func:`train_causal_lm`) it generates by appending one token at a time. The arguments
+    are those of :class:`EncoderOnlyModel`, with pre-norm layers by default (GPT-2's, with a
+    final layer normalization).
+    """
+
+    causal = True
+
+    def __init__(self, vocab_size: int, *args: Any, norm_first: bool = True, **kwargs: Any):
+        super().__init__(vocab_size, *args, norm_first=norm_first, **kwargs)
+
+    def next_token_scores(self, ids: Tensor) -> Tensor:
+        """The scores of the token after the last one: ``(batch, vocab_size)``; a scorer for
+        :mod:`course_lib.decoding`."""
+        return self(ids)[:, -1]
+
+
+# --------------------------------------------------------------------------- training
+
+
+def mask_tokens(
+    ids: Tensor,
+    mask_id: int,
+    fraction: float = 0.15,
+    generator: torch.Generator | None = None,
+    pad_id: int = 0,
+    keep: tuple[int, ...] = (),
+) -> tuple[Tensor, Tensor]:
+    """Hide some tokens for masked-token prediction.
+
+    Every real token (not ``pad_id``, not in ``keep``) is chosen with probability
+    ``fraction``, and at least one per sequence; the chosen tokens are replaced by
+    ``mask_id``. (BERT replaces only 80% of them by ``<mask>``, 10% by a random token and
+    leaves 10% as they are, so that the model also learns about unmasked inputs; here all are
+    masked.)
+
+    Args:
+        ids: ``(batch, L)`` token ids.
+        mask_id: the id of ``<mask>``.
+        fraction: the share of tokens to hide.
+        generator: the random generator of the choice.
+        pad_id: the padding id, never chosen.
+        keep: other ids never chosen (e.g. ``<bos>``).
+
+    Returns:
+        ``(inputs, labels)``: ``inputs`` is ``ids`` with the chosen tokens replaced by
+        ``mask_id``; ``labels`` holds the original ids at the chosen positions and ``pad_id``
+        everywhere else (so the loss counts the hidden tokens only).
+    """
+    fraction = probability("fraction", fraction)
+    candidates = ids != pad_id
+    for token in keep:
+        candidates &= ids != token
+    if not candidates.any(dim=1).all():
+        raise ValueError("every sequence needs at least one token that may be masked")
+    noise = torch.rand(ids.shape, generator=generator, device=ids.device)
+    chosen = candidates & (noise < fraction)
+    # at least one per sequence: the candidate with the smallest noise
+    first = noise.masked_fill(~candidates, 2.0).argmin(dim=1)
+    chosen[torch.arange(ids.size(0), device=ids.device), first] = True
+    inputs = ids.masked_fill(chosen, mask_id)
+    labels = ids.masked_fill(~chosen, pad_id)
+    return inputs, labels
+
+
+def train_masked_lm(
+    model: EncoderOnlyModel,
+    ids: Tensor,
+    mask_id: int,
+    fraction: float = 0.15,
+    **settings: Any,
+) -> TrainingHistory:
+    """Train a BERT-like model to fill in masked tokens; every batch is masked afresh.
+
+    Args:
+        model: the :class:`EncoderOnlyModel`.
+        ids: ``(N, L)`` token ids, padded with ``model.pad_id``.
+        mask_id: the id of ``<mask>``.
+        fraction: the share of tokens hidden (see :func:`mask_tokens`).
+        settings: ``epochs``, ``batch_size``, ``learning_rate``, ``seed`` ... of
+            :func:`course_lib.training.fit`.
+    """
+    pad_id = 0 if model.pad_id is None else model.pad_id
+    draws = torch.Generator().manual_seed(integer("seed", settings.get("seed", 0)))
+
+    def batch_loss(batch: Tensor) -> Tensor:
+        inputs, labels = mask_tokens(batch, mask_id, fraction, draws, pad_id)
+        return sequence_loss(model(inputs), labels, pad_id)  # the hidden tokens only
+
+    return fit(model, (ids,), batch_loss, **settings)
+
+
+def train_causal_lm(model: DecoderOnlyModel, ids: Tensor, **settings: Any) -> TrainingHistory:
+    """Train a GPT-like model to predict every next token of ``ids`` ``(N, L)`` (sequences
+    ``<bos> ... <eos>``, padded): the teacher forcing of the encoder-decoder, without a source.
+
+    Args:
+        model: the :class:`DecoderOnlyModel`.
+        ids: ``(N, L)`` token ids.
+        settings: the keyword arguments of :func:`course_lib.training.fit`.
+    """
+
+    def batch_loss(batch: Tensor) -> Tensor:
+        inputs, labels = teacher_forcing(batch)
+        return sequence_loss(model(inputs), labels, model.pad_id)
+
+    return fit(model, (ids,), batch_loss, **settings)

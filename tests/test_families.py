@@ -1,0 +1,119 @@
+"""Specification of course_lib.families: encoder-only (BERT-like) and decoder-only (GPT-like)
+models, masked-token and next-token training."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from course_lib.attention import causal_mask
+from course_lib.families import (
+    DecoderOnlyModel,
+    EncoderOnlyModel,
+    LearnedPositions,
+    mask_tokens,
+    train_causal_lm,
+    train_masked_lm,
+)
+
+VOCAB = 20
+
+
+def model(kind, **kwargs):
+    torch.manual_seed(0)
+    settings = {"d_model": 16, "num_heads": 2, "num_layers": 2, "d_ff": 32, "max_len": 32,
+                **kwargs}  # fmt: skip
+    return kind(VOCAB, **settings).eval()
+
+
+IDS = torch.tensor([[1, 5, 6, 7, 8, 2], [1, 9, 10, 2, 0, 0]])
+
+
+def test_both_give_scores_over_the_vocabulary_at_every_position():
+    for kind in (EncoderOnlyModel, DecoderOnlyModel):
+        assert model(kind)(IDS).shape == (2, 6, VOCAB)
+
+
+def test_an_encoder_only_model_reads_both_sides_a_decoder_only_model_only_the_past():
+    changed = IDS.clone()
+    changed[0, 4] = 11  # a later token
+    for kind, earlier_moves in ((EncoderOnlyModel, True), (DecoderOnlyModel, False)):
+        m = model(kind)
+        before, after = m(IDS)[0, :4], m(changed)[0, :4]
+        assert (not torch.allclose(before, after)) is earlier_moves, kind.__name__
+
+
+def test_a_decoder_only_model_is_its_encoder_stack_run_with_the_causal_mask():
+    gpt = model(DecoderOnlyModel)
+    ids = IDS[:1]
+    x = gpt.positional(gpt.embedding(ids))
+    states = gpt.encoder(x, causal_mask(6))
+    torch.testing.assert_close(gpt(ids), gpt.output(states))
+    assert gpt.encoder.norm is not None and gpt.encoder.layers[0].norm_first  # GPT-2's
+
+
+def test_padding_does_not_change_the_real_positions():
+    bert = model(EncoderOnlyModel)
+    torch.testing.assert_close(bert(IDS)[1, :4], bert(IDS[1:, :4])[0])
+
+
+def test_the_sizes_of_gpt2_small_give_its_124_439_808_parameters():
+    with torch.device("meta"):
+        gpt2 = DecoderOnlyModel(50257, d_model=768, num_heads=12, num_layers=12, d_ff=3072,
+                                max_len=1024, positions="learned", pad_id=None)  # fmt: skip
+    assert sum(p.numel() for p in gpt2.parameters()) == 124_439_808
+
+
+def test_learned_positions_add_one_trained_row_per_position():
+    positions = LearnedPositions(max_len=8, d_model=4)
+    x = torch.zeros(2, 3, 4)
+    torch.testing.assert_close(positions(x, start=2)[1], positions.table.weight[2:5])
+    with pytest.raises(ValueError, match=r"positions 6\.\.8 are needed but the table has 8 rows"):
+        positions(x, start=6)
+
+
+def test_an_unknown_kind_of_position_is_refused():
+    with pytest.raises(ValueError, match="'sinusoidal' or 'learned'"):
+        EncoderOnlyModel(VOCAB, positions="rotary")
+
+
+def test_ids_outside_the_vocabulary_are_refused():
+    with pytest.raises(IndexError, match="outside"):
+        model(EncoderOnlyModel)(torch.tensor([[1, VOCAB]]))
+    with pytest.raises(ValueError, match=r"\(batch, L\) tensor"):
+        model(EncoderOnlyModel)(torch.tensor([1, 2]))
+
+
+def test_mask_tokens_hides_about_the_fraction_never_padding_and_at_least_one_per_row():
+    ids = torch.randint(4, VOCAB, (400, 12))  # 3 is <mask>
+    ids[:, 9:] = 0  # padding
+    inputs, labels = mask_tokens(ids, mask_id=3, fraction=0.15,
+                                 generator=torch.Generator().manual_seed(0))  # fmt: skip
+    hidden = inputs == 3
+    assert hidden.any(1).all() and not hidden[:, 9:].any()
+    # 15%, and a little more from the rows where no token was drawn (0.85**9 of them)
+    assert 0.14 < hidden[:, :9].float().mean() < 0.21
+    assert torch.equal(labels[hidden], ids[hidden]) and (labels[~hidden] == 0).all()
+    assert torch.equal(inputs[~hidden], ids[~hidden])
+
+
+def test_mask_tokens_spares_the_tokens_it_is_told_to_keep():
+    ids = torch.tensor([[1, 5, 6, 2]])
+    inputs, _ = mask_tokens(ids, 3, fraction=0.99, keep=(1, 2))
+    assert inputs.tolist() == [[1, 3, 3, 2]]
+    with pytest.raises(ValueError, match="at least one token that may be masked"):
+        mask_tokens(torch.tensor([[1, 2, 0]]), 3, keep=(1, 2))
+
+
+def test_masked_and_causal_training_lower_their_losses():
+    ids = torch.randint(4, 8, (256, 1), generator=torch.Generator().manual_seed(0)).repeat(
+        1, 6
+    )  # each sequence repeats one token
+    ids[:, 0] = 1
+    bert = model(EncoderOnlyModel)
+    history = train_masked_lm(bert, ids, mask_id=3, epochs=4, batch_size=32,
+                              learning_rate=1e-2)  # fmt: skip
+    assert history.epoch_losses[-1] < 0.5 * history.epoch_losses[0]
+    gpt = model(DecoderOnlyModel)
+    history = train_causal_lm(gpt, ids, epochs=4, batch_size=32, learning_rate=1e-2)
+    assert history.epoch_losses[-1] < 0.5 * history.epoch_losses[0]
