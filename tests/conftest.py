@@ -1,17 +1,23 @@
-"""Shared facts about the repository for the tests: where things are and what _config.yml says."""
+"""Shared facts and helpers for the tests: where things are, what _config.yml says, and how to
+run widget cells in a kernel under ipywidgets 8 and 7.7."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 import pytest
 import yaml
 
+from tasks import WIDGET_STATE, WIDGET_VIEW, notebook_client
+
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = ROOT / "chapters"
+WIDGETS_7 = Path(sys.prefix) / "ipywidgets-7.7"  # Colab's ipywidgets, installed by `tasks.py setup`
 
 # The session's fresh progress folder (COURSE_LIB_HOME) is set by the conftest.py at the root.
 
@@ -53,14 +59,98 @@ def run_cells_in_kernel(
     Uses the project's ``tasks.notebook_client``, which does not miss a cell's reply while an
     Output widget talks to the kernel (nbclient issue 312).
     """
-    from tasks import notebook_client
-
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     client = notebook_client(notebook, kernel_name="python3", timeout=timeout,
                              store_widget_state=True,
                              resources={"metadata": {"path": str(folder)}})  # fmt: skip
     client.execute()
     return notebook
+
+
+def all_widgets(widget):
+    """``widget`` and, depth first, every widget inside it."""
+    yield widget
+    for child in getattr(widget, "children", ()):
+        yield from all_widgets(child)
+
+
+def used_widget_types(widget) -> set[str]:
+    """The class names of the widgets inside ``widget`` (its own class left out)."""
+    return {type(w).__name__ for w in all_widgets(widget)} - {type(widget).__name__}
+
+
+@dataclass(frozen=True)
+class WidgetKernel:
+    """The ipywidgets a test kernel imports, and the model version its stored state must carry."""
+
+    name: str  # "8" (requirements.txt) or "7.7" (Colab's)
+    controls_version: str  # of the @jupyter-widgets/controls models
+
+    def check_version(self, printed: str) -> None:
+        """``printed`` is what the kernel printed for ``ipywidgets.__version__``."""
+        if self.name == "8":
+            assert printed.startswith("8."), printed
+        else:
+            assert printed == "7.7.1\n", printed
+
+
+@pytest.fixture(
+    params=[WidgetKernel("8", "2.0.0"), WidgetKernel("7.7", "1.5.0")],
+    ids=["ipywidgets-8", "ipywidgets-7.7-as-on-colab"],
+)
+def widget_kernel(request, monkeypatch) -> WidgetKernel:
+    """Each kernel test runs twice: with ipywidgets 8, and with 7.7 first on the kernel's path."""
+    if request.param.name == "7.7":
+        missing = f"{WIDGETS_7} is missing: `python3 tasks.py setup` installs ipywidgets 7.7 there"
+        assert (WIDGETS_7 / "ipywidgets").is_dir(), missing
+        monkeypatch.setenv("PYTHONPATH", str(WIDGETS_7))
+    return request.param
+
+
+@dataclass(frozen=True)
+class RenderedCells:
+    """What a kernel run of widget cells left in its notebook."""
+
+    notebook: nbformat.NotebookNode
+    outputs: list  # every output of every cell, in order
+    views: list[dict]  # the widget views the cells displayed, in order
+    models: dict[str, dict]  # the stored widget state: model id -> model
+
+    def model_names(self) -> set[str]:
+        return {m["model_name"] for m in self.models.values()}
+
+    def values(self) -> str:
+        """The ``value`` of every stored model, as one JSON text to search."""
+        return json.dumps([m["state"].get("value") for m in self.models.values()])
+
+    def figures_stored(self) -> list[bool]:
+        """For each Output widget: whether its stored outputs hold a PNG figure."""
+        return [
+            any("image/png" in out.get("data", {}) for out in m["state"].get("outputs", []))
+            for m in self.models.values()
+            if m["model_name"] == "OutputModel"
+        ]
+
+
+def render_in_kernel(cells: list[str], folder: Path, kernel: WidgetKernel) -> RenderedCells:
+    """Run widget ``cells`` in a fresh kernel; the first must print ``ipywidgets.__version__``.
+
+    Checks what every such test needs: no cell raised, the kernel imported ``kernel``'s
+    ipywidgets, every displayed view has its model stored, and every controls model carries
+    ``kernel.controls_version`` (what a page's widget manager reads to render it).
+    """
+    notebook = run_cells_in_kernel(cells, folder)
+    outputs = [o for cell in notebook.cells for o in cell.outputs]
+    errors = [o for o in outputs if o.output_type == "error"]
+    assert not errors, f"{errors[0].ename}: {errors[0].evalue}" if errors else ""
+    kernel.check_version(notebook.cells[0].outputs[0].text)
+    models = notebook.metadata["widgets"][WIDGET_STATE]["state"]
+    views = [o.data[WIDGET_VIEW] for o in outputs if WIDGET_VIEW in o.get("data", {})]
+    assert all(view["model_id"] in models for view in views)
+    versions = {m["model_module_version"] for m in models.values()
+                if m["model_module"] == "@jupyter-widgets/controls"}  # fmt: skip
+    assert versions == {kernel.controls_version}
+    return RenderedCells(notebook, outputs, views, models)
 
 
 @pytest.fixture(scope="session")

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import matplotlib
 
@@ -12,29 +10,21 @@ matplotlib.use("Agg")
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
-import nbformat
 import numpy as np
 import pytest
 import torch
 
-from conftest import run_cells_in_kernel
+from conftest import render_in_kernel, used_widget_types
 from course_lib.plotting import plot_attention, plot_attention_heads, plot_mask
 from course_lib.widgets import AttentionExplorer, word_vector
 
 CORE_WIDGETS_IN_7_7 = {"VBox", "HBox", "Text", "Dropdown", "Checkbox", "HTML", "Output", "Layout"}
-WIDGETS_7 = Path(sys.prefix) / "ipywidgets-7.7"  # installed by `tasks.py setup`
-
-
-def all_widgets(widget):
-    yield widget
-    for child in getattr(widget, "children", ()):
-        yield from all_widgets(child)
 
 
 def test_explorer_is_a_box_of_core_widgets_available_in_ipywidgets_7_7():
     explorer = AttentionExplorer()
     assert isinstance(explorer, widgets.VBox)
-    used = {type(w).__name__ for w in all_widgets(explorer)} - {"AttentionExplorer"}
+    used = used_widget_types(explorer)
     assert used <= CORE_WIDGETS_IN_7_7
 
 
@@ -168,37 +158,9 @@ KERNEL_CELLS = [
 ]
 
 
-def run_in_kernel(tmp_path: Path) -> nbformat.NotebookNode:
-    return run_cells_in_kernel(KERNEL_CELLS, tmp_path)
-
-
-def check_rendered(notebook, controls_version: str) -> None:
-    outputs = [o for cell in notebook.cells for o in cell.outputs]
-    assert not [o for o in outputs if o.output_type == "error"]
-    models = notebook.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
-    names = {m["model_name"] for m in models.values()}
-    assert {"VBoxModel", "TextModel", "DropdownModel", "CheckboxModel", "OutputModel"} <= names
-    versions = {m["model_module_version"] for m in models.values()
-                if m["model_module"] == "@jupyter-widgets/controls"}  # fmt: skip
-    assert versions == {controls_version}
-    output_models = [m for m in models.values() if m["model_name"] == "OutputModel"]
-    assert any(
-        "image/png" in item.get("data", {})
-        for m in output_models
-        for item in m["state"].get("outputs", [])
-    ), "the explorer's figure is stored in its Output widget"
-    assert notebook.cells[2].outputs[0].text.startswith("<b>query 2: sat</b>")
-
-
-def test_the_explorer_renders_in_a_kernel_with_ipywidgets_8(tmp_path):
-    notebook = run_in_kernel(tmp_path)
-    assert notebook.cells[0].outputs[0].text.startswith("8.")
-    check_rendered(notebook, controls_version="2.0.0")
-
-
-def test_the_explorer_renders_in_a_kernel_with_ipywidgets_7_7_as_on_colab(tmp_path, monkeypatch):
-    assert (WIDGETS_7 / "ipywidgets").is_dir(), f"{WIDGETS_7} is missing: run tasks.py setup"
-    monkeypatch.setenv("PYTHONPATH", str(WIDGETS_7))
-    notebook = run_in_kernel(tmp_path)
-    assert notebook.cells[0].outputs[0].text == "7.7.1\n"
-    check_rendered(notebook, controls_version="1.5.0")
+def test_the_explorer_renders_in_a_kernel(tmp_path, widget_kernel):
+    rendered = render_in_kernel(KERNEL_CELLS, tmp_path, widget_kernel)
+    assert {"VBoxModel", "TextModel", "DropdownModel", "CheckboxModel",
+            "OutputModel"} <= rendered.model_names()  # fmt: skip
+    assert any(rendered.figures_stored()), "the explorer's figure is stored in its Output widget"
+    assert rendered.notebook.cells[2].outputs[0].text.startswith("<b>query 2: sat</b>")

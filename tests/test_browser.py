@@ -31,7 +31,7 @@ from bs4 import BeautifulSoup
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import sync_playwright
 
-from conftest import ROOT, book_config, toc_files
+from conftest import ROOT, WIDGET_STATE, WIDGET_VIEW, book_config, toc_files
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -49,8 +49,6 @@ CHROMIUM_ARGS = [
     "--disable-domain-reliability",
     "--metrics-recording-only",
 ]
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 RENDER_TIMEOUT_MS = 30_000
 
 PAGES = toc_files()

@@ -2,33 +2,19 @@
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
-
 import ipywidgets as widgets
-import nbformat
 import pytest
 
-from conftest import run_cells_in_kernel
+from conftest import all_widgets, render_in_kernel
 from course_lib.exercises import Question, ask, evaluate, get_exercise, progress
 from course_lib.exercises._display import result_html, result_panel
 
-WIDGETS_7 = Path(sys.prefix) / "ipywidgets-7.7"  # installed by `tasks.py setup`
 CORE_WIDGETS_IN_7_7 = {"VBox", "HBox", "HTML", "Button", "RadioButtons", "Text", "Layout"}
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
 def row_of(exercise_id: str) -> dict:
     """The progress row of one exercise (rows follow the course's reading order)."""
     return next(row for row in progress().rows if row["id"] == exercise_id)
-
-
-def all_widgets(widget):
-    yield widget
-    for child in getattr(widget, "children", ()):
-        yield from all_widgets(child)
 
 
 def wrong_encoding(max_len, d_model):
@@ -119,46 +105,13 @@ KERNEL_CELLS = [
 ]
 
 
-def run_in_kernel(tmp_path: Path) -> nbformat.NotebookNode:
-    return run_cells_in_kernel(KERNEL_CELLS, tmp_path)
-
-
-def widget_models(notebook) -> dict:
-    return notebook.metadata["widgets"][WIDGET_STATE]["state"]
-
-
-def check_rendered(notebook, controls_version: str) -> None:
-    outputs = [o for cell in notebook.cells for o in cell.outputs]
-    errors = [o for o in outputs if o.output_type == "error"]
-    assert not errors, errors[0].evalue if errors else ""
-    views = [o.data[WIDGET_VIEW] for o in outputs if WIDGET_VIEW in o.get("data", {})]
-    assert len(views) == 3  # the check panel, the question, the hints
-    models = widget_models(notebook)
-    assert all(view["model_id"] in models for view in views)
-    names = {m["model_name"] for m in models.values()}
-    assert {"VBoxModel", "HTMLModel", "ButtonModel", "RadioButtonsModel"} <= names
-    versions = {m["model_module_version"] for m in models.values()
-                if m["model_module"] == "@jupyter-widgets/controls"}  # fmt: skip
-    assert versions == {controls_version}
-    html = json.dumps([m["state"].get("value") for m in models.values()])
+def test_the_panels_render_in_a_kernel(tmp_path, widget_kernel):
+    rendered = render_in_kernel(KERNEL_CELLS, tmp_path, widget_kernel)
+    assert len(rendered.views) == 3  # the check panel, the question, the hints
+    assert {"VBoxModel", "HTMLModel", "ButtonModel", "RadioButtonsModel"} <= rendered.model_names()
+    html = rendered.values()
     assert "<b>FAILED</b>: 1 of 8 checks passed" in html  # the check panel
     assert "<b>PASSED</b>: 1 of 1 checks passed" in html  # the answered question
     assert "Hints for positional-encoding" in html
-    printed = "".join(o.get("text", "") for o in outputs)
+    printed = "".join(o.get("text", "") for o in rendered.outputs)
     assert "passed\n" in printed
-
-
-def test_the_panels_render_in_a_kernel_with_ipywidgets_8(tmp_path):
-    notebook = run_in_kernel(tmp_path)
-    assert notebook.cells[0].outputs[0].text.startswith("8.")
-    check_rendered(notebook, controls_version="2.0.0")
-
-
-def test_the_panels_render_in_a_kernel_with_ipywidgets_7_7_as_on_colab(tmp_path, monkeypatch):
-    assert (WIDGETS_7 / "ipywidgets").is_dir(), (
-        f"{WIDGETS_7} is missing: run `python3 tasks.py setup` (it installs ipywidgets 7.7 there)"
-    )
-    monkeypatch.setenv("PYTHONPATH", str(WIDGETS_7))
-    notebook = run_in_kernel(tmp_path)
-    assert notebook.cells[0].outputs[0].text == "7.7.1\n"
-    check_rendered(notebook, controls_version="1.5.0")

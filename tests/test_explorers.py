@@ -4,42 +4,24 @@ and 7.7 (Colab's)."""
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
-
 import matplotlib
 
 matplotlib.use("Agg")
 
 import ipywidgets as widgets
-import nbformat
 import pytest
 import torch
 
-from conftest import run_cells_in_kernel
+from conftest import render_in_kernel, used_widget_types
 from course_lib.data import WORD_CLASSES, synthetic_grammar_corpus
 from course_lib.discretize import synthetic_signal
 from course_lib.vocab import Vocabulary
 from course_lib.widgets import DiscretizationExplorer, WordMapExplorer, WordNeighboursExplorer
 from course_lib.word2vec import train_word2vec
 
-WIDGETS_7 = Path(sys.prefix) / "ipywidgets-7.7"  # installed by `tasks.py setup`
 CORE_WIDGETS_IN_7_7 = {
     "VBox", "HBox", "HTML", "Output", "Dropdown", "IntSlider", "SelectionSlider",
 }  # fmt: skip
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
-
-
-def all_widgets(widget):
-    yield widget
-    for child in getattr(widget, "children", ()):
-        yield from all_widgets(child)
-
-
-def used_widget_types(explorer) -> set[str]:
-    return {type(w).__name__ for w in all_widgets(explorer)} - {type(explorer).__name__}
 
 
 @pytest.fixture(scope="module")
@@ -231,48 +213,17 @@ run = train_word2vec(ids, len(vocab), epochs=2, snapshot_every=1, lr=0.05)""",
 ]
 
 
-def run_in_kernel(tmp_path: Path) -> nbformat.NotebookNode:
-    return run_cells_in_kernel(KERNEL_CELLS, tmp_path)
-
-
-def check_rendered(notebook, controls_version: str) -> None:
-    outputs = [o for cell in notebook.cells for o in cell.outputs]
-    errors = [o for o in outputs if o.output_type == "error"]
-    assert not errors, errors[0].evalue if errors else ""
-    views = [o.data[WIDGET_VIEW] for o in outputs if WIDGET_VIEW in o.get("data", {})]
-    assert len(views) == 3
-    models = notebook.metadata["widgets"][WIDGET_STATE]["state"]
-    assert all(view["model_id"] in models for view in views)
-    names = {m["model_name"] for m in models.values()}
-    assert {"SelectionSliderModel", "DropdownModel", "OutputModel", "HTMLModel"} <= names
-    versions = {m["model_module_version"] for m in models.values()
-                if m["model_module"] == "@jupyter-widgets/controls"}  # fmt: skip
-    assert versions == {controls_version}
-    values = json.dumps([m["state"].get("value") for m in models.values()])
+def test_the_explorers_render_in_a_kernel(tmp_path, widget_kernel):
+    rendered = render_in_kernel(KERNEL_CELLS, tmp_path, widget_kernel)
+    assert len(rendered.views) == 3
+    assert {"SelectionSliderModel", "DropdownModel", "OutputModel",
+            "HTMLModel"} <= rendered.model_names()  # fmt: skip
+    values = rendered.values()
     assert "reconstruction SNR" in values and "nearest neighbours are of the same class" in values
     # the figures are drawn into the Output widgets and stored with them
-    drawn = [m for m in models.values() if m["model_name"] == "OutputModel"]
-    assert all(
-        any("image/png" in out.get("data", {}) for out in m["state"]["outputs"]) for m in drawn
-    )
-    printed = [o.get("text", "") for o in outputs if o.output_type == "stream"]
+    assert all(rendered.figures_stored())
+    printed = [o.get("text", "") for o in rendered.outputs if o.output_type == "stream"]
     assert printed[1:] == ["True False\n", "True\n"]
-
-
-def test_the_explorers_render_in_a_kernel_with_ipywidgets_8(tmp_path):
-    notebook = run_in_kernel(tmp_path)
-    assert notebook.cells[0].outputs[0].text.startswith("8.")
-    check_rendered(notebook, controls_version="2.0.0")
-
-
-def test_the_explorers_render_in_a_kernel_with_ipywidgets_7_7_as_on_colab(tmp_path, monkeypatch):
-    assert (WIDGETS_7 / "ipywidgets").is_dir(), (
-        f"{WIDGETS_7} is missing: run `python3 tasks.py setup` (it installs ipywidgets 7.7 there)"
-    )
-    monkeypatch.setenv("PYTHONPATH", str(WIDGETS_7))
-    notebook = run_in_kernel(tmp_path)
-    assert notebook.cells[0].outputs[0].text == "7.7.1\n"
-    check_rendered(notebook, controls_version="1.5.0")
 
 
 def test_an_explorer_is_a_vbox(runs, corpus):

@@ -3,19 +3,14 @@ decoding and sampling. Core ipywidgets only, checked in kernels with ipywidgets 
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
-
 import matplotlib
 
 matplotlib.use("Agg")
 
-import nbformat
 import pytest
 import torch
-from nbclient import NotebookClient
 
+from conftest import render_in_kernel
 from course_lib.families import DecoderOnlyModel
 from course_lib.generation_widgets import (
     DecodingExplorer,
@@ -26,10 +21,6 @@ from course_lib.generation_widgets import (
 )
 from course_lib.translation import load_number_translator
 from course_lib.vocab import Vocabulary
-
-WIDGETS_7 = Path(sys.prefix) / "ipywidgets-7.7"  # installed by `tasks.py setup`
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
 @pytest.fixture(scope="module")
@@ -91,49 +82,13 @@ KERNEL_CELLS = [
 ]
 
 
-def run_in_kernel(tmp_path: Path) -> nbformat.NotebookNode:
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in KERNEL_CELLS])
-    client = NotebookClient(notebook, kernel_name="python3", timeout=180, store_widget_state=True,
-                            resources={"metadata": {"path": str(tmp_path)}})  # fmt: skip
-    client.execute()
-    return notebook
-
-
-def check_rendered(notebook, controls_version: str) -> None:
-    outputs = [o for cell in notebook.cells for o in cell.outputs]
-    errors = [o for o in outputs if o.output_type == "error"]
-    assert not errors, errors[0].evalue if errors else ""
-    views = [o.data[WIDGET_VIEW] for o in outputs if WIDGET_VIEW in o.get("data", {})]
-    assert len(views) == 2
-    models = notebook.metadata["widgets"][WIDGET_STATE]["state"]
-    assert all(view["model_id"] in models for view in views)
-    names = {m["model_name"] for m in models.values()}
+def test_the_explorers_render_in_a_kernel(tmp_path, widget_kernel):
+    rendered = render_in_kernel(KERNEL_CELLS, tmp_path, widget_kernel)
+    assert len(rendered.views) == 2
     assert {"TextModel", "DropdownModel", "BoundedIntTextModel", "IntSliderModel",
-            "OutputModel", "HTMLModel"} <= names  # fmt: skip
-    versions = {m["model_module_version"] for m in models.values()
-                if m["model_module"] == "@jupyter-widgets/controls"}  # fmt: skip
-    assert versions == {controls_version}
-    values = json.dumps([m["state"].get("value") for m in models.values()])
+            "OutputModel", "HTMLModel"} <= rendered.model_names()  # fmt: skip
+    values = rendered.values()
     assert "siete mil ocho" in values and "Beam search, width 2" in values
-    drawn = [m for m in models.values() if m["model_name"] == "OutputModel"]
-    assert any(
-        any("image/png" in out.get("data", {}) for out in m["state"]["outputs"]) for m in drawn
-    )
-    printed = [o.get("text", "") for o in outputs if o.output_type == "stream"]
+    assert any(rendered.figures_stored())
+    printed = [o.get("text", "") for o in rendered.outputs if o.output_type == "stream"]
     assert printed[-1] == "True\n"
-
-
-def test_the_explorers_render_in_a_kernel_with_ipywidgets_8(tmp_path):
-    notebook = run_in_kernel(tmp_path)
-    assert notebook.cells[0].outputs[0].text.startswith("8.")
-    check_rendered(notebook, controls_version="2.0.0")
-
-
-def test_the_explorers_render_in_a_kernel_with_ipywidgets_7_7_as_on_colab(tmp_path, monkeypatch):
-    assert (WIDGETS_7 / "ipywidgets").is_dir(), (
-        f"{WIDGETS_7} is missing: run `python3 tasks.py setup` (it installs ipywidgets 7.7 there)"
-    )
-    monkeypatch.setenv("PYTHONPATH", str(WIDGETS_7))
-    notebook = run_in_kernel(tmp_path)
-    assert notebook.cells[0].outputs[0].text == "7.7.1\n"
-    check_rendered(notebook, controls_version="1.5.0")

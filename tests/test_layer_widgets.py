@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import html
-import sys
-from pathlib import Path
 
 import matplotlib
 
@@ -14,7 +12,7 @@ import ipywidgets as widgets
 import pytest
 import torch
 
-from conftest import run_cells_in_kernel
+from conftest import render_in_kernel, used_widget_types
 from course_lib.encoder import EncoderLayer
 from course_lib.layer_widgets import (
     DecoderExplorer,
@@ -28,14 +26,7 @@ from course_lib.vocab import Vocabulary
 
 CORE_WIDGETS_IN_7_7 = {"VBox", "HBox", "Text", "Dropdown", "Checkbox", "HTML", "Output",
                        "Layout", "ToggleButtons", "IntSlider"}  # fmt: skip
-WIDGETS_7 = Path(sys.prefix) / "ipywidgets-7.7"  # installed by `tasks.py setup`
 DIGITS = Vocabulary(list("0123456789"))
-
-
-def all_widgets(widget):
-    yield widget
-    for child in getattr(widget, "children", ()):
-        yield from all_widgets(child)
 
 
 def small_model() -> Transformer:
@@ -59,7 +50,7 @@ def decoder_explorer(**kwargs) -> DecoderExplorer:
 def test_explorers_are_boxes_of_core_widgets_available_in_ipywidgets_7_7(build):
     explorer = build()
     assert isinstance(explorer, widgets.VBox)
-    used = {type(w).__name__ for w in all_widgets(explorer)} - {type(explorer).__name__}
+    used = used_widget_types(explorer)
     assert used <= CORE_WIDGETS_IN_7_7
 
 
@@ -185,32 +176,9 @@ KERNEL_CELLS = [
 ]
 
 
-def check_rendered(notebook, controls_version: str) -> None:
-    outputs = [o for cell in notebook.cells for o in cell.outputs]
-    assert not [o for o in outputs if o.output_type == "error"]
-    models = notebook.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
-    names = {m["model_name"] for m in models.values()}
-    assert {"VBoxModel", "ToggleButtonsModel", "IntSliderModel", "OutputModel"} <= names
-    versions = {m["model_module_version"] for m in models.values()
-                if m["model_module"] == "@jupyter-widgets/controls"}  # fmt: skip
-    assert versions == {controls_version}
-    assert any(
-        "image/png" in item.get("data", {})
-        for m in models.values() if m["model_name"] == "OutputModel"
-        for item in m["state"].get("outputs", [])
-    ), "the explorer's figure is stored in its Output widget"  # fmt: skip
-    assert notebook.cells[2].outputs[0].text == "<b>pre-norm</b>:\n"
-
-
-def test_the_norm_order_explorer_renders_in_a_kernel_with_ipywidgets_8(tmp_path):
-    notebook = run_cells_in_kernel(KERNEL_CELLS, tmp_path)
-    assert notebook.cells[0].outputs[0].text.startswith("8.")
-    check_rendered(notebook, controls_version="2.0.0")
-
-
-def test_the_norm_order_explorer_renders_with_ipywidgets_7_7_as_on_colab(tmp_path, monkeypatch):
-    assert (WIDGETS_7 / "ipywidgets").is_dir(), f"{WIDGETS_7} is missing: run tasks.py setup"
-    monkeypatch.setenv("PYTHONPATH", str(WIDGETS_7))
-    notebook = run_cells_in_kernel(KERNEL_CELLS, tmp_path)
-    assert notebook.cells[0].outputs[0].text == "7.7.1\n"
-    check_rendered(notebook, controls_version="1.5.0")
+def test_the_norm_order_explorer_renders_in_a_kernel(tmp_path, widget_kernel):
+    rendered = render_in_kernel(KERNEL_CELLS, tmp_path, widget_kernel)
+    assert {"VBoxModel", "ToggleButtonsModel", "IntSliderModel",
+            "OutputModel"} <= rendered.model_names()  # fmt: skip
+    assert any(rendered.figures_stored()), "the explorer's figure is stored in its Output widget"
+    assert rendered.notebook.cells[2].outputs[0].text == "<b>pre-norm</b>:\n"

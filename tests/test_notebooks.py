@@ -16,12 +16,18 @@ import types
 
 import pytest
 
-from conftest import ROOT, book_config, chapter_notebooks, read_notebook, toc_files
+from conftest import (
+    ROOT,
+    WIDGET_STATE,
+    WIDGET_VIEW,
+    book_config,
+    chapter_notebooks,
+    read_notebook,
+    toc_files,
+)
 
 SETUP_URL = re.compile(r'^    REPO = "(?P<url>https://[^"\s]+)"$', flags=re.MULTILINE)
 ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
 def code_cells(notebook):
