@@ -200,14 +200,12 @@ class DecoderLayer(nn.Module):
     ) -> tuple[Tensor, Tensor | None]:
         """The first sublayer without its residual: ``dropout(MaskedSelfAttention(x))``
         (with ``cache``, over the cached positions and the new ones)."""
-        if cache is not None:
+        if cache is None:
+            output, weights = self.self_attention(x, x, x, mask, need_weights=need_weights)
+        else:
             output, weights = self.self_attention.forward_with_cache(
                 x, x, x, cache, mask, need_weights
             )  # fmt: skip
-            return self.dropout1(output), weights
-        output, weights = self.self_attention(
-            x, x, x, mask, need_weights=need_weights
-        )  # fmt: skip
         return self.dropout1(output), weights
 
     def cross_attention_block(
@@ -221,14 +219,14 @@ class DecoderLayer(nn.Module):
         """The second sublayer without its residual: queries from ``x``, keys and values from
         ``memory``: ``dropout(CrossAttention(x, memory))`` (with a static ``cache``, the
         memory is projected at the first call only)."""
-        if cache is not None:
+        if cache is None:
+            output, weights = self.cross_attention(
+                x, memory, memory, mask, need_weights=need_weights
+            )  # fmt: skip
+        else:
             output, weights = self.cross_attention.forward_with_cache(
                 x, memory, memory, cache, mask, need_weights
             )  # fmt: skip
-            return self.dropout2(output), weights
-        output, weights = self.cross_attention(
-            x, memory, memory, mask, need_weights=need_weights
-        )  # fmt: skip
         return self.dropout2(output), weights
 
     def feed_forward_block(self, x: Tensor) -> Tensor:
