@@ -23,6 +23,7 @@ import torch
 from matplotlib.axes import Axes
 from torch import Tensor, nn
 
+from course_lib import training
 from course_lib._checks import integer, positive_int
 from course_lib.attention import scaled_dot_product_attention
 
@@ -245,8 +246,6 @@ def time_rnn_vs_attention(
     batch = positive_int("batch", batch)
     repeats = positive_int("repeats", repeats)
     seed = integer("seed", seed)
-    if threads is not None:
-        threads = positive_int("threads", threads)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         cell = nn.RNNCell(d_model, d_model)
@@ -254,17 +253,11 @@ def time_rnn_vs_attention(
         rnn = rnn_from_cell(cell)  # its own initialisation draws too
     generator = torch.Generator().manual_seed(seed)
     inputs = torch.randn(batch, max(lengths), d_model, generator=generator)
-    previous_threads = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(threads)
-    try:
-        with torch.no_grad():
-            return [
-                _measure(inputs[:, :length].contiguous(), cell, rnn, projections, repeats)
-                for length in lengths
-            ]
-    finally:
-        torch.set_num_threads(previous_threads)
+    with training.threads(threads), torch.no_grad():
+        return [
+            _measure(inputs[:, :length].contiguous(), cell, rnn, projections, repeats)
+            for length in lengths
+        ]
 
 
 def plot_rnn_vs_attention(

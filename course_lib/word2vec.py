@@ -20,9 +20,8 @@ and :func:`pca_2d` make visible.
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -32,6 +31,7 @@ from torch import Tensor, nn
 
 from course_lib._checks import integer, positive_int
 from course_lib.embeddings import TokenEmbedding, check_token_ids
+from course_lib.training import threads
 from course_lib.vocab import Vocabulary
 
 __all__ = [
@@ -411,17 +411,6 @@ class Word2VecResult:
     model: nn.Module | None = None
 
 
-@contextlib.contextmanager
-def _one_thread() -> Iterator[None]:
-    """Run the block on one CPU thread, then restore the thread count as it was."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
 def train_word2vec(
     sentence_ids: Sequence[Sequence[int] | Tensor],
     vocab_size: int,
@@ -490,7 +479,7 @@ def train_word2vec(
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     snapshots = [(0, model.embeddings)] if snapshot_every else []
     losses: list[float] = []
-    with _one_thread():
+    with threads(1):
         for epoch in range(1, epochs + 1):
             order = torch.randperm(count, generator=generator)
             total = 0.0
