@@ -67,6 +67,16 @@ def run_cells_in_kernel(
     return notebook
 
 
+def failed_messages(exercise_id: str, answer) -> str:
+    """``name: message`` of every failed check of ``answer``, joined by `` | ``, after asserting
+    that the answer failed and scored nothing."""
+    from course_lib.exercises import evaluate
+
+    result = evaluate(exercise_id, answer)
+    assert result.status == "failed" and result.score == 0, str(result)
+    return " | ".join(f"{c.name}: {c.message}" for c in result.checks if not c.passed)
+
+
 def all_widgets(widget):
     """``widget`` and, depth first, every widget inside it."""
     yield widget

@@ -8,16 +8,10 @@ import math
 import pytest
 import torch
 
+from conftest import failed_messages
 from course_lib.exercises import evaluate, get_exercise
 from course_lib.exercises._compare import compare_results
 from solutions import SOLUTIONS
-
-
-def failed_messages(exercise_id, answer) -> str:
-    result = evaluate(exercise_id, answer)
-    assert result.status == "failed" and result.score == 0, str(result)
-    return " | ".join(c.message for c in result.checks if not c.passed)
-
 
 # ----------------------------------------------------------------------------- attention
 

@@ -6,23 +6,15 @@ from __future__ import annotations
 import pytest
 import torch
 
+from conftest import failed_messages
 from course_lib.exercises import (
     ChoiceExercise,
     CodeExercise,
     ValueExercise,
-    evaluate,
     get_exercise,
     list_exercises,
 )
 from solutions import SOLUTIONS
-
-
-def failed_messages(exercise_id: str, answer) -> str:
-    """'name: message' of every failed check, after asserting that the answer failed."""
-    result = evaluate(exercise_id, answer)
-    assert result.status == "failed", str(result)
-    return " | ".join(f"{c.name}: {c.message}" for c in result.checks if not c.passed)
-
 
 # ----------------------------------------------------------------------------- the chapters
 

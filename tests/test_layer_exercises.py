@@ -7,16 +7,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from conftest import failed_messages
 from course_lib.exercises import evaluate, get_exercise, list_exercises
 from solutions import SOLUTIONS
 from solutions.layers import feed_forward, self_attention
-
-
-def failed_messages(exercise_id, answer) -> str:
-    result = evaluate(exercise_id, answer)
-    assert result.status == "failed" and result.score == 0, str(result)
-    return " | ".join(c.message for c in result.checks if not c.passed)
-
 
 CHAPTERS = {
     "feed-forward-and-norm": ["layer-norm", "add-norm-order", "add-norm-by-hand"],

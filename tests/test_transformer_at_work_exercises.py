@@ -9,17 +9,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from conftest import failed_messages
 from course_lib.exercises import evaluate, get_exercise, list_exercises
 from course_lib.grading._worker import TableScorer
 from solutions import SOLUTIONS
 
 CHAPTERS = ("training-a-translator", "decoding-and-inference-cost", "model-families")
-
-
-def failed_messages(exercise_id, answer) -> str:
-    result = evaluate(exercise_id, answer)
-    assert result.status == "failed" and result.score == 0, str(result)
-    return " | ".join(c.message for c in result.checks if not c.passed)
 
 
 # ----------------------------------------------------------------------------- the loss
