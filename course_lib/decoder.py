@@ -306,10 +306,7 @@ class Decoder(nn.Module):
         if not isinstance(decoder, nn.TransformerDecoder):
             raise TypeError(f"expected a torch.nn.TransformerDecoder, got {type(decoder).__name__}")
         layers = [DecoderLayer.from_torch(layer) for layer in decoder.layers]
-        first = layers[0]
-        ours = cls(len(layers), first.d_model, first.self_attention.num_heads,
-                   first.feed_forward.d_ff, norm_first=first.norm_first)  # fmt: skip
-        return assemble_stack(ours, layers, decoder)
+        return assemble_stack(cls, layers, decoder)
 
     def forward(
         self,

@@ -23,6 +23,8 @@ opposite convention.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import torch
 from torch import Tensor, nn
 
@@ -49,15 +51,22 @@ def check_layer_mask(
         raise type(error)(f"{name}: {error}") from None
 
 
-def assemble_stack(stack: nn.Module, layers: list[nn.Module], source: nn.Module) -> nn.Module:
-    """``stack`` (an :class:`Encoder` or a ``Decoder``) holding ``layers`` and a copy of the
-    final norm of ``source`` (PyTorch's stack), on its device and dtype and in its mode."""
+Stack = TypeVar("Stack", bound=nn.Module)
+
+
+def assemble_stack(stack_type: type[Stack], layers: list[nn.Module], source: nn.Module) -> Stack:
+    """A ``stack_type`` (:class:`Encoder` or ``Decoder``) holding ``layers`` (ours, copied from
+    the layers of ``source``, PyTorch's stack) and a copy of ``source``'s final norm, on the
+    layers' device and dtype and in ``source``'s mode."""
+    first = layers[0]
+    stack = stack_type(len(layers), first.d_model, first.self_attention.num_heads,
+                       first.feed_forward.d_ff, norm_first=first.norm_first)  # fmt: skip
     stack.layers = nn.ModuleList(layers)
     stack.norm = None
     if source.norm is not None:
         stack.norm = nn.LayerNorm(stack.d_model, eps=source.norm.eps)
         copy_layer_norm(stack.norm, source.norm)
-    weight = layers[0].norm1.weight
+    weight = first.norm1.weight
     return stack.to(device=weight.device, dtype=weight.dtype).train(source.training)
 
 
@@ -243,10 +252,7 @@ class Encoder(nn.Module):
         if not isinstance(encoder, nn.TransformerEncoder):
             raise TypeError(f"expected a torch.nn.TransformerEncoder, got {type(encoder).__name__}")
         layers = [EncoderLayer.from_torch(layer) for layer in encoder.layers]
-        first = layers[0]
-        ours = cls(len(layers), first.d_model, first.self_attention.num_heads,
-                   first.feed_forward.d_ff, norm_first=first.norm_first)  # fmt: skip
-        return assemble_stack(ours, layers, encoder)
+        return assemble_stack(cls, layers, encoder)
 
     def forward(
         self, x: Tensor, mask: Tensor | None = None, return_weights: bool = False
