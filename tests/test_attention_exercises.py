@@ -13,6 +13,8 @@ from course_lib.exercises import evaluate, get_exercise
 from course_lib.exercises._compare import compare_results
 from solutions import SOLUTIONS
 
+model_attention = SOLUTIONS["scaled-dot-product-attention"]  # carried with wrong answers
+
 # ----------------------------------------------------------------------------- attention
 
 
@@ -25,9 +27,7 @@ def no_scaling(query, key, value, mask=None):
 
 
 def divided_by_d_k(query, key, value, mask=None):
-    return SOLUTIONS["scaled-dot-product-attention"](
-        query * math.sqrt(query.size(-1)) / query.size(-1), key, value, mask
-    )
+    return model_attention(query * math.sqrt(query.size(-1)) / query.size(-1), key, value, mask)
 
 
 def softmax_over_the_queries(query, key, value, mask=None):
@@ -47,7 +47,7 @@ def inverted_mask(query, key, value, mask=None):
 
 
 def mask_ignored(query, key, value, mask=None):
-    return SOLUTIONS["scaled-dot-product-attention"](query, key, value)
+    return model_attention(query, key, value)
 
 
 def zeroed_after_the_softmax(query, key, value, mask=None):
@@ -66,11 +66,11 @@ def keys_transposed_wrongly(query, key, value, mask=None):
 
 
 def output_only(query, key, value, mask=None):
-    return SOLUTIONS["scaled-dot-product-attention"](query, key, value, mask)[0]
+    return model_attention(query, key, value, mask)[0]
 
 
 def weights_first(query, key, value, mask=None):
-    output, weights = SOLUTIONS["scaled-dot-product-attention"](query, key, value, mask)
+    output, weights = model_attention(query, key, value, mask)
     return weights, output
 
 
@@ -110,13 +110,11 @@ def test_an_attention_written_differently_but_correctly_passes():
 
 
 def test_an_attention_that_returns_a_list_or_tensors_needing_grad_passes():
-    def attention(query, key, value, mask=None):
-        output, weights = SOLUTIONS["scaled-dot-product-attention"](
-            query.requires_grad_(), key, value, mask
-        )
+    def attention_as_a_list(query, key, value, mask=None):
+        output, weights = model_attention(query.requires_grad_(), key, value, mask)
         return [output, weights]
 
-    assert evaluate("scaled-dot-product-attention", attention).passed
+    assert evaluate("scaled-dot-product-attention", attention_as_a_list).passed
 
 
 @pytest.mark.parametrize(
@@ -275,7 +273,7 @@ def test_the_attention_exercises_block_the_library_functions():
         return scaled_dot_product_attention(query, key, value, mask)
 
     messages = failed_messages("scaled-dot-product-attention", calls_the_library)
-    assert "course_lib's scaled_dot_product_attention" in messages
+    assert "the code uses course_lib (line 2: from course_lib.attention import" in messages
     assert get_exercise("causal-mask").blocked
 
 

@@ -28,11 +28,11 @@ import torch
 import course_lib
 from conftest import ROOT, book_config
 from course_lib.exercises import get_exercise, list_exercises
+from course_lib.exercises._runner import TableScorer, decode_argument, encode_argument
 from course_lib.exercises._source import function_source
 from course_lib.exercises.submission import content_hash
 from course_lib.grading import cli
 from course_lib.grading._progress import ProgressBar
-from course_lib.grading._worker import TableScorer, decode_argument, encode_argument
 from course_lib.grading.gradebook import Gradebook
 from course_lib.grading.inputs import read_submission_file
 from course_lib.grading.sandbox import WORKER_IN_SANDBOX, Sandbox, SandboxUnavailable
@@ -375,7 +375,7 @@ def test_calling_course_libs_reference_scores_zero_with_a_message(batch, student
         ("loops", "timeout", "stopped after 2 s, the time limit"),
         ("sleeps", "timeout", "stopped after 2 s"),
         ("loops-when-defined", "timeout", "while the source was defined"),
-        ("allocates", "error", "MemoryError (grading lets the code use about 1024 MB"),
+        ("allocates", "error", "MemoryError (checks and grading let the code use about 1024 MB"),
         ("forks", "error", "BlockingIOError"),
         ("writes-big-file", "error", "File too large"),
         ("floods-stdout", "error", "File too large"),

@@ -28,6 +28,8 @@ from course_lib.exercises import submission as submission_module
 from course_lib.exercises._source import function_source
 from solutions import SOLUTIONS
 
+model_encoding = SOLUTIONS["positional-encoding"]  # carried with wrong answers
+
 SCHEMA = submission_module.schema()
 BASE = 10000.0
 
@@ -142,7 +144,7 @@ def test_a_submission_holds_the_source_of_each_function_ready_to_run(tmp_path):
     namespace: dict = {}
     exec(entry["answer"]["source"], namespace)  # no other cell, no test module needed
     table = namespace["encoding_with_helpers"](5, 6)
-    assert torch.allclose(table, SOLUTIONS["positional-encoding"](5, 6), atol=1e-6)
+    assert torch.allclose(table, model_encoding(5, 6), atol=1e-6)
     assert "BASE = 10000.0" in entry["answer"]["source"]
     assert "import torch" in entry["answer"]["source"]
 
@@ -344,7 +346,7 @@ def test_the_example_in_the_book_page_is_a_valid_submission(tmp_path):
 
 def make_scaled(scale):
     def scaled(max_len, d_model):
-        return scale * SOLUTIONS["positional-encoding"](max_len, d_model)
+        return scale * model_encoding(max_len, d_model)
 
     return scaled
 
@@ -353,7 +355,7 @@ INF = float("inf")
 
 
 def uses_infinity(max_len, d_model):
-    return SOLUTIONS["positional-encoding"](max_len, d_model).clamp(-INF, INF)
+    return model_encoding(max_len, d_model).clamp(-INF, INF)
 
 
 def with_a_lambda_in_a_dict(max_len, d_model):
@@ -366,13 +368,13 @@ def with_a_lambda_in_a_dict(max_len, d_model):
 
 
 def codificación(max_len, d_model):
-    return SOLUTIONS["positional-encoding"](max_len, d_model)
+    return model_encoding(max_len, d_model)
 
 
 def test_a_closure_is_recorded_with_a_note_about_its_free_variables(tmp_path):
     evaluate("positional-encoding", make_scaled(1.0))
     (entry,) = read_submission(submit("ana", tmp_path))["exercises"]
-    assert "scaled reads SOLUTIONS, scale, defined elsewhere" in entry["answer"]["note"]
+    assert "scaled reads scale, defined elsewhere" in entry["answer"]["note"]
 
 
 def test_a_non_finite_constant_is_not_written_as_broken_python():
@@ -388,7 +390,7 @@ def test_a_lambda_inside_the_function_does_not_stop_the_source():
 
 def test_parameters_named_like_notebook_globals_are_not_written_as_constants():
     def encoding(max_len, d_model):
-        return SOLUTIONS["positional-encoding"](max_len, d_model)
+        return model_encoding(max_len, d_model)
 
     globals()["d_model"] = 512  # as a chapter cell would leave it
     try:

@@ -25,8 +25,7 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor
 
-from course_lib.exercises._compare import compare_results, describe_type
-from course_lib.exercises._sandbox import Call, run_calls
+from course_lib.exercises._compare import describe_type
 
 __all__ = [
     "Case",
@@ -39,6 +38,7 @@ __all__ = [
     "Result",
     "UnknownExerciseError",
     "ValueExercise",
+    "check_timeout",
     "get_exercise",
     "list_exercises",
     "register",
@@ -148,6 +148,17 @@ class Result:
         return "\n".join(lines)
 
 
+def check_timeout(timeout: object) -> float:
+    """``timeout`` as seconds: a number above 0 and at most an hour; else ``ValueError``."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise ValueError(f"timeout must be a number of seconds, got {timeout!r}")
+    if not (math.isfinite(timeout) and 0 < timeout <= 3600):
+        raise ValueError(
+            f"timeout must be a positive number of seconds, at most 3600, got {timeout!r}"
+        )
+    return float(timeout)
+
+
 def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -227,7 +238,12 @@ class CodeExercise(Exercise):
         seed: the seed of the random inputs of the student's check.
         atol, rtol: tolerances of the comparison with the reference.
         dtypes: accepted dtypes of the result.
-        blocked: ``course_lib`` functions the student's code may not call.
+        blocked: Python functions the answer may not call (``course_lib``'s own cannot be
+            imported where answers run anyway; torch's, such as ``F.layer_norm``, get a body
+            that raises, whatever name they are reached by).
+        blocked_ops: PyTorch operators the answer may not reach by any route, such as
+            ``"aten::layer_norm"``: they raise in PyTorch's dispatcher (``torch.layer_norm``,
+            ``torch.ops.aten.layer_norm``, ``nn.LayerNorm`` and every other alias).
         timeout: default wall-clock limit in seconds for all cases together.
         outputs: for a function that returns a tuple of tensors, the names of its parts in
             order, e.g. ``("output", "weights")``; each part is compared with the reference's.
@@ -243,6 +259,7 @@ class CodeExercise(Exercise):
     rtol: float = 0.0
     dtypes: tuple[torch.dtype, ...] = (torch.float32, torch.float64)
     blocked: tuple[Callable, ...] = ()
+    blocked_ops: tuple[str, ...] = ()
     timeout: float = DEFAULT_TIMEOUT
     outputs: tuple[str, ...] = ()
 
@@ -272,47 +289,25 @@ class CodeExercise(Exercise):
     def grade(
         self, answer: object, *, timeout: float | None = None, seed: int | None = None
     ) -> tuple[list[Check], str]:
-        timeout = self.timeout if timeout is None else timeout
+        """Judge ``answer`` as grading judges it: from its recorded source, run on its own in
+        a fresh namespace, in a limited child process (see
+        :mod:`course_lib.exercises._evaluation`)."""
+        from course_lib.exercises._evaluation import run_locally
+
         if answer is None:
             return [], ""
         signature = self._signature_check(answer)
         if not signature.passed:
             return [signature], ""
-        cases = list(self.cases(self.seed if seed is None else seed))
-        outcomes, output = run_calls(
-            answer,
-            [Call(case.args, case.kwargs) for case in cases],
-            timeout=timeout,
-            blocked=self.blocked,
+        verdict = run_locally(
+            self,
+            self.answer_record(answer),
+            seed=self.seed if seed is None else seed,
+            timeout=self.timeout if timeout is None else timeout,
         )
-        if outcomes and all(o.status == "not implemented" for o in outcomes):
-            return [], output
-        checks = [signature]
-        for case, outcome in zip(cases, outcomes, strict=False):
-            checks.append(self._case_check(case, outcome))
-        for case in cases[len(outcomes) :]:
-            checks.append(Check(case.label, "error", "not run: an earlier case stopped the check"))
-        return checks, output
-
-    def _case_check(self, case: Case, outcome: Any) -> Check:
-        if outcome.status == "timeout":
-            return Check(
-                case.label,
-                "timeout",
-                f"{outcome.error}; the check was stopped (is there a loop that never ends?)",
-            )
-        if outcome.status != "returned":
-            return Check(case.label, "error", outcome.error)
-        expected = self.reference(*case.args, **case.kwargs)
-        verdict = compare_results(
-            expected,
-            outcome.value,
-            names=self.outputs,
-            atol=self.atol,
-            rtol=self.rtol,
-            expected_dtypes=self.dtypes,
-        )
-        return Check(case.label, "pass" if verdict.ok else "fail", verdict.message)
+        if verdict.not_attempted:
+            return [], verdict.output
+        return list(verdict.checks), verdict.output
 
     def answer_record(self, answer: object) -> dict[str, Any]:
         """``{"function": name, "source": text}``: the name of the student's function (which
@@ -337,6 +332,7 @@ class CodeExercise(Exercise):
                             f"{MAX_SOURCE} (a large constant?)"}  # fmt: skip
         record: dict[str, Any] = {"function": name, "source": source.text}
         if source.missing:
+            record["missing"] = list(source.missing)[:100]
             record["note"] = (
                 f"{name} reads {', '.join(source.missing)}, defined elsewhere with a value "
                 "that cannot be written out: the submitted code will not run on its own. "

@@ -12,6 +12,9 @@ what the function refers to and writes it out before the function itself::
     def helper(...): ...
 
     def positional_encoding(max_len, d_model): ...
+
+Helpers from the student's own ``.py`` files are written out the same way: the grader has
+only the standard library, torch and NumPy to import from.
 """
 
 from __future__ import annotations
@@ -19,10 +22,13 @@ from __future__ import annotations
 import ast
 import inspect
 import math
+import sys
 import textwrap
 import types
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
+
+from course_lib.exercises._runner import importable_in_grading
 
 __all__ = ["FunctionSource", "SourceUnavailable", "function_source"]
 
@@ -92,16 +98,33 @@ class FunctionSource(NamedTuple):
     missing: tuple[str, ...]
 
 
+def _carried(value: object) -> bool:
+    """Whether a function or class is written into the submission with its source: those of
+    the notebook and of the student's own modules, which grading does not have."""
+    module = getattr(value, "__module__", None) or ""
+    top = module.split(".")[0]
+    return top == "__main__" or not (importable_in_grading(module) or top == "course_lib")
+
+
+def _globals_of(obj: object) -> dict[str, object]:
+    found = getattr(obj, "__globals__", None)
+    if found is None:
+        module = sys.modules.get(getattr(obj, "__module__", "") or "")
+        found = vars(module) if module is not None else {}
+    return found
+
+
 def function_source(func: Callable) -> FunctionSource:
-    """Python source that defines ``func`` with everything it uses from its own module.
+    """Python source that defines ``func`` with everything it uses.
 
-    Modules become ``import`` lines, names imported from modules become ``from ... import``
-    lines, simple constants become assignments, and functions and classes defined next to
-    ``func`` (in the notebook) are included with their own source, recursively. Builtins
-    are left out.
+    Modules become ``import`` lines and names imported from the standard library, torch and
+    NumPy ``from ... import`` lines; simple constants become assignments; functions and
+    classes of the notebook or of the student's own modules are written out with their own
+    source, recursively (a helper known under another name gets an alias line). Builtins
+    are left out. The text runs on its own, as grading runs it.
 
-    Globals whose value cannot be written out (a tensor, say) are listed in ``missing``: the
-    text will not run on its own until they are defined.
+    Globals whose value cannot be written out (a tensor, say), and helpers whose names clash,
+    are listed in ``missing``: the text will not run on its own until they are defined.
 
     Raises:
         SourceUnavailable: when the source of ``func`` or of a helper cannot be read.
@@ -109,33 +132,37 @@ def function_source(func: Callable) -> FunctionSource:
     func = inspect.unwrap(func)
     if not isinstance(func, types.FunctionType):
         raise SourceUnavailable(f"expected a function defined with def, got {type(func).__name__}")
-    module = func.__module__
     imports: dict[str, str] = {}
     constants: dict[str, str] = {}
-    definitions: dict[str, str] = {}
+    definitions: dict[str, str] = {}  # the name a definition binds -> its source
+    defined: dict[str, object] = {}  # that name -> the object
+    aliases: dict[str, str] = {}  # another name a helper is known by -> its own name
     unresolved: set[str] = set()
-    pending: list[Callable] = [func]
-    seen: set[str] = set()
+    pending: list[object] = [func]
     while pending:
         current = pending.pop()
-        if current.__name__ in seen:
+        own = current.__name__
+        if own in defined:
+            if defined[own] is not current:
+                unresolved.add(own)  # two helpers of the same name from different places
             continue
-        seen.add(current.__name__)
-        definitions[current.__name__] = _source_of(current)
+        defined[own] = current
+        definitions[own] = _source_of(current)
         code = getattr(current, "__code__", None)
         read_as_global = set(_global_names(code)) if code else set()
         if code is not None and code.co_freevars:  # a closure: values of an enclosing call
             unresolved.update(code.co_freevars)
-        for name in sorted(_names(definitions[current.__name__], current)):
-            if name in seen or name not in func.__globals__:
+        scope = _globals_of(current)
+        for name in sorted(_names(definitions[own], current)):
+            if name not in scope or (name in defined and defined[name] is scope[name]):
                 continue
-            value = func.__globals__[name]
+            value = scope[name]
             if isinstance(value, types.ModuleType):
                 real = value.__name__
                 imports[name] = f"import {real}" if real == name else f"import {real} as {name}"
-            elif getattr(value, "__module__", None) == module and (
-                inspect.isfunction(value) or inspect.isclass(value)
-            ):
+            elif (inspect.isfunction(value) or inspect.isclass(value)) and _carried(value):
+                if value.__name__ != name:
+                    aliases[name] = value.__name__
                 pending.append(value)
             elif _is_literal(value):
                 constants[name] = f"{name} = {value!r}"
@@ -146,10 +173,12 @@ def function_source(func: Callable) -> FunctionSource:
                 imports[name] = f"from {source_module} import {real}{alias}"
             elif name in read_as_global:
                 unresolved.add(name)
+    unresolved |= set(aliases) & set(definitions)  # an alias would replace a definition
     parts = [
         "\n".join(sorted(set(imports.values()))),
         "\n".join(constants[name] for name in sorted(constants)),
         "\n\n".join(definitions[name].rstrip() for name in reversed(list(definitions))),
+        "\n".join(f"{name} = {real}" for name, real in sorted(aliases.items())),
     ]
     return FunctionSource("\n\n".join(part for part in parts if part) + "\n",
                           tuple(sorted(unresolved)))  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,15 +15,17 @@ from course_lib.exercises._registry import (
     Exercise,
     Result,
     ValueExercise,
+    check_timeout,
     get_exercise,
     list_exercises,
 )
-from course_lib.exercises._sandbox import check_timeout
 
 __all__ = ["Hints", "Progress", "Question", "ask", "check", "hint", "progress"]
 
 
 def _record(exercise: Exercise, answer: object, result: Result) -> None:
+    """Keep the answer and its result with the student's progress; a folder that cannot be
+    written gets a warning that says what to do, and the result is still shown."""
     answer_data = exercise.answer_record(answer)
 
     def change(data: dict[str, Any]) -> None:
@@ -31,7 +34,10 @@ def _record(exercise: Exercise, answer: object, result: Result) -> None:
         entry["result"] = result.to_dict()
         entry["attempts"] = entry.get("attempts", 0) + 1
 
-    _store.update(change)
+    try:
+        _store.update(change)
+    except _store.ProgressNotSaved as error:
+        warnings.warn(f"{exercise.id}: {error.strerror}", RuntimeWarning, stacklevel=4)
 
 
 def evaluate(
@@ -105,7 +111,11 @@ def _reveal(exercise: Exercise) -> int:
         shown = min(entry.get("hints_shown", 0) + 1, len(exercise.hints))
         entry["hints_shown"] = shown
 
-    _store.update(change)
+    try:
+        _store.update(change)
+    except _store.ProgressNotSaved as error:  # show the hint all the same
+        warnings.warn(f"{exercise.id}: {error.strerror}", RuntimeWarning, stacklevel=4)
+        change(_store.load())
     return shown
 
 

@@ -8,6 +8,7 @@ import torch
 
 from course_lib.attention import padding_mask
 from course_lib.encoder import EncoderLayer
+from course_lib.exercises._forbidden import ENCODER_LAYER
 from course_lib.exercises._registry import (
     Case,
     CodeExercise,
@@ -136,7 +137,8 @@ ENCODER_LAYER = register(
         seed=2407,
         atol=1e-4,
         rtol=1e-4,
-        blocked=(EncoderLayer.forward,),
+        blocked=(EncoderLayer.forward, torch.nn.TransformerEncoderLayer.forward),
+        blocked_ops=ENCODER_LAYER,
         hints=(
             "Two sublayer connections, one after the other: the first wraps self_attention "
             "with gain[0] and bias[0], the second wraps feed_forward with gain[1] and bias[1]. "

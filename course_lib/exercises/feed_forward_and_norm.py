@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from course_lib.exercises._forbidden import NORMALIZATION
 from course_lib.exercises._registry import (
     Case,
     ChoiceExercise,
@@ -72,6 +73,7 @@ LAYER_NORM = register(
         atol=1e-4,
         rtol=1e-4,
         blocked=(F.layer_norm,),
+        blocked_ops=NORMALIZATION,
         hints=(
             "Every token is normalised on its own: the mean and the variance are taken over the "
             "last axis, the d_model features of that token (keepdim=True keeps the shapes "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from course_lib.embeddings import TokenEmbedding, one_hot_lookup
+from course_lib.exercises._forbidden import EMBEDDING
 from course_lib.exercises._registry import (
     Case,
     CodeExercise,
@@ -60,7 +61,8 @@ ONE_HOT_LOOKUP = register(
         cases=_lookup_cases,
         seed=2013,
         atol=1e-5,
-        blocked=(one_hot_lookup, TokenEmbedding.forward),
+        blocked=(one_hot_lookup, TokenEmbedding.forward, torch.nn.functional.embedding),
+        blocked_ops=EMBEDDING,
         hints=(
             "The one-hot vector of id i has vocab_size entries: 1 at index i, 0 elsewhere. "
             "vocab_size is the number of rows of weight, weight.shape[0], not ids.max() + 1.",

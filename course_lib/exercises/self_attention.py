@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 from course_lib.attention import (
     causal_mask,
     padding_mask,
     scaled_dot_product_attention,
 )
+from course_lib.exercises._forbidden import ATTENTION
 from course_lib.exercises._registry import Case, CodeExercise, Mistake, ValueExercise, register
 
 CHAPTER = "self-attention"
@@ -84,7 +86,8 @@ SCALED_DOT_PRODUCT_ATTENTION = register(
         atol=1e-4,
         rtol=1e-4,
         outputs=("output", "weights"),
-        blocked=(scaled_dot_product_attention,),
+        blocked=(scaled_dot_product_attention, F.multi_head_attention_forward),
+        blocked_ops=ATTENTION,
         hints=(
             "The scores are query @ key.transpose(-2, -1): transpose the last two axes only, "
             "so the function works for any number of leading (batch, head) axes. Divide them "

@@ -15,7 +15,8 @@ own `bubblewrap <https://github.com/containers/bubblewrap>`_ (``bwrap``) sandbox
 Unprivileged, bwrap makes a user namespace. Run as root, it does not (the user in the sandbox
 would be root outside, for which the kernel does not count processes), and the worker drops
 to a user id of its own instead, after importing torch. Either way the children run as a user
-that has nothing outside the sandbox, under the resource limits set in ``_worker.py``.
+that has nothing outside the sandbox, under the resource limits set by the answer runner
+(``course_lib/exercises/_runner.py``).
 
 Without bwrap the grader refuses to run, unless told ``--sandbox none``: then workers are
 plain subprocesses with the same limits and a fresh folder per child, but they can read what
@@ -41,12 +42,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from course_lib.exercises import _runner
+from course_lib.exercises._runner import ProtocolError, read_message, write_message
 from course_lib.grading import _worker
-from course_lib.grading._worker import ProtocolError, read_message, write_message
 
 __all__ = ["Job", "Limits", "Sandbox", "SandboxUnavailable", "Worker", "WorkerPool"]
 
 WORKER_FILE = Path(_worker.__file__).resolve()
+RUNNER_FILE = Path(_runner.__file__).resolve()  # imported by the worker, from beside it
 WORKER_IN_SANDBOX = "/opt/course-grade/worker.py"
 SANDBOX_UID = 1000  # the user inside an unprivileged sandbox
 ROOT_UID_BASE = 1_900_000_000  # user ids for workers started by root: unused by anything else
@@ -80,9 +83,9 @@ class Limits:
         tmp_mb: size of the sandbox's ``/tmp``, shared by the children of one worker in turn.
     """
 
-    memory_mb: int = 1024
-    processes: int = 8
-    file_mb: int = 16
+    memory_mb: int = _runner.DEFAULT_LIMITS["memory_mb"]
+    processes: int = _runner.DEFAULT_LIMITS["processes"]
+    file_mb: int = _runner.DEFAULT_LIMITS["file_mb"]
     tmp_mb: int = 256
 
     def to_dict(self) -> dict[str, int]:
@@ -246,6 +249,8 @@ class Sandbox:
             args += ["--tmpfs", hidden, "--remount-ro", hidden]
         args += ["--perms", "0755", "--dir", str(Path(WORKER_IN_SANDBOX).parent)]
         args += ["--ro-bind", str(WORKER_FILE), WORKER_IN_SANDBOX]
+        runner = str(Path(WORKER_IN_SANDBOX).parent / _worker.RUNNER_NAME)
+        args += ["--ro-bind", str(RUNNER_FILE), runner]
         args += ["--chdir", "/tmp", "--clearenv"]
         for key, value in _minimal_environment("/tmp").items():
             args += ["--setenv", key, value]
@@ -271,8 +276,10 @@ class Sandbox:
             return [*argv, json.dumps(config)], _minimal_environment("/tmp")
         script = Path(folder) / "worker.py"  # a copy: nothing of course_lib beside it
         shutil.copyfile(WORKER_FILE, script)
+        shutil.copyfile(RUNNER_FILE, Path(folder) / _worker.RUNNER_NAME)
         os.chmod(folder, 0o755)
-        os.chmod(script, 0o644)
+        for copied in (script, Path(folder) / _worker.RUNNER_NAME):
+            os.chmod(copied, 0o644)
         config["tmp"] = tempfile.gettempdir()
         return [python, "-I", "-S", str(script), json.dumps(config)], _minimal_environment(folder)
 

@@ -1,0 +1,429 @@
+"""How an answer to a code exercise is judged: the same steps in a student's check and in
+grading.
+
+A code answer is judged from what a submission carries, its recorded answer
+(``{"function", "source", ...}``, see :meth:`CodeExercise.answer_record`), never from the
+live function in the notebook:
+
+1. :func:`refusal`: an answer that cannot run on its own is refused before anything runs (no
+   source, a source that is not Python, one that imports ``course_lib``, or one that reads
+   values from the notebook that the submission cannot carry), with a message that says how
+   to fix it;
+2. :func:`make_task`: the source, the inputs of a seed and what the exercise forbids become a
+   task for the answer runner (:mod:`course_lib.exercises._runner`), which runs it in a
+   limited child process: a forked one in the student's check, one inside a grading
+   worker's sandbox in grading;
+3. :func:`interpret`: the runner's outcome becomes a :class:`Verdict`, each returned value
+   compared with the reference by :func:`~course_lib.exercises._compare.compare_results`.
+
+Grading draws the random inputs from the instructor's seed instead of the public one; every
+other step is the one the student's check takes.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import multiprocessing
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from course_lib.exercises import _runner
+from course_lib.exercises._compare import compare_results
+from course_lib.exercises._registry import Case, Check, CodeExercise
+
+__all__ = [
+    "STATUSES",
+    "Prepared",
+    "Verdict",
+    "blocked_functions",
+    "course_lib_imports",
+    "interpret",
+    "judge",
+    "make_task",
+    "prepare",
+    "refusal",
+    "run_locally",
+]
+
+STATUSES = ("ok", "fail", "timeout", "error", "invalid")
+COURSE_LIB_USED = (
+    "the code uses course_lib ({detail}); graded answers must compute the result "
+    "themselves, so this exercise scores 0"
+)
+COURSE_LIB_ERROR = re.compile(r"No module named '?course_lib")
+MAX_STORED_OUTPUT = 10_000
+CHECK_STATUS = {"fail": "fail", "invalid": "fail", "error": "error", "timeout": "timeout"}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What an answer earned: a status of :data:`STATUSES`, a one-line message, the checks.
+
+    ``not_attempted`` is true when every input raised ``NotImplementedError`` (the exercise's
+    stub): a student's check then shows "not attempted", grading an error.
+    """
+
+    status: str
+    message: str
+    checks: tuple[Check, ...]
+    output: str = ""
+    seconds: float = 0.0
+    not_attempted: bool = False
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def judge(checks: list[Check], **extra: Any) -> Verdict:
+    """All or nothing: ``ok`` when every check passed; else the status of the worst check."""
+    failed = [c for c in checks if not c.passed]
+    if not failed:
+        message = "the check passed" if len(checks) == 1 else f"all {len(checks)} checks passed"
+        return Verdict("ok", message, tuple(checks), **extra)
+    kinds = {c.status for c in failed}
+    status = "timeout" if "timeout" in kinds else "error" if "error" in kinds else "fail"
+    first = next(c for c in failed if c.status == status)
+    message = f"{len(failed)} of {len(checks)} checks did not pass; {first.name}: {first.message}"
+    return Verdict(status, message, tuple(checks), **extra)
+
+
+def _single(status: str, name: str, message: str, **extra: Any) -> Verdict:
+    """A verdict reached before any input was checked: one check, named ``name``."""
+    return Verdict(status, message, (Check(name, CHECK_STATUS[status], message),), **extra)
+
+
+# --------------------------------------------------------------------------- before running
+
+
+def course_lib_imports(source: str) -> list[str]:
+    """The lines of ``source`` that import ``course_lib`` (``SyntaxError`` if it is not
+    Python)."""
+    lines = source.splitlines()
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            modules = [node.module or ""]
+        else:
+            continue
+        if any(m == "course_lib" or m.startswith("course_lib.") for m in modules):
+            text = lines[node.lineno - 1].strip() if node.lineno <= len(lines) else ""
+            found.append(f"line {node.lineno}: {text}")
+    return found
+
+
+def refusal(exercise: CodeExercise, answer: dict[str, Any]) -> Verdict | None:
+    """The verdict on an answer that cannot or must not run; ``None`` to run it."""
+    source = answer.get("source")
+    function = answer.get("function") or exercise.function
+    if source is None:
+        note = answer.get("note") or "the source could not be recorded"
+        message = (
+            f"the submission has no source: {note}. Define the function with def in a "
+            "notebook cell, then check again"
+        )
+        return _single("invalid", "source", message)
+    missing = answer.get("missing") or []
+    if missing:
+        names = ", ".join(missing)
+        message = (
+            f"{function} reads {names}, defined elsewhere in the notebook with a value that "
+            "cannot be written into the submission, so the submitted code would not run on "
+            f"its own. Compute {names} inside {function} (or in a helper function defined "
+            "with def), then check again"
+        )
+        return _single("fail", "source", message)
+    try:
+        imports = course_lib_imports(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+        where = f" (line {error.lineno})" if getattr(error, "lineno", None) else ""
+        return _single("invalid", "source", f"the source is not valid Python{where}: {error}")
+    if imports:
+        message = COURSE_LIB_USED.format(detail="; ".join(imports[:3]))
+        return _single("error", "source", message)
+    return None
+
+
+def blocked_functions(exercise: CodeExercise) -> list[list[str]]:
+    """``[module, qualified name]`` of each Python function the exercise does not allow,
+    outside ``course_lib`` (e.g. ``torch.nn.functional.layer_norm``): ``course_lib`` itself
+    cannot be imported where answers run."""
+    found = []
+    for function in exercise.blocked:
+        module = getattr(function, "__module__", None) or ""
+        if module and module != "course_lib" and not module.startswith("course_lib."):
+            found.append([module, function.__qualname__])
+    return found
+
+
+@dataclass
+class Prepared:
+    """The inputs of a code exercise for one seed, their expected results and their calls."""
+
+    cases: list[Case]
+    expected: list[Any]
+    calls: list[dict[str, Any]]
+
+
+def prepare(exercise: CodeExercise, seed: int) -> Prepared:
+    """The cases of ``exercise`` drawn with ``seed``, the reference's results, the calls."""
+    cases = list(exercise.cases(seed))
+    expected = [exercise.reference(*c.args, **c.kwargs) for c in cases]
+    calls = [
+        {
+            "args": [_runner.encode_argument(a) for a in c.args],
+            "kwargs": {k: _runner.encode_argument(v) for k, v in c.kwargs.items()},
+        }
+        for c in cases
+    ]
+    return Prepared(cases, expected, calls)
+
+
+def make_task(
+    exercise: CodeExercise,
+    answer: dict[str, Any],
+    prepared: Prepared,
+    timeout: float,
+    limits: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    """The answer runner's task for ``answer`` on the inputs of ``prepared``."""
+    return {
+        "exercise": exercise.id,
+        "blocked": blocked_functions(exercise),
+        "blocked_ops": list(exercise.blocked_ops),
+        "source": answer["source"],
+        "function": answer["function"],
+        "parameters": list(exercise.parameters),
+        "calls": prepared.calls,
+        "timeout": timeout,
+        "limits": dict(limits or _runner.DEFAULT_LIMITS),
+    }
+
+
+# --------------------------------------------------------------------------- after running
+
+
+def interpret(
+    exercise: CodeExercise,
+    prepared: Prepared,
+    outcome: dict[str, Any],
+    limit: float,
+    submission_limit: float | None = None,
+) -> Verdict:
+    """The verdict on a code answer from what the runner reported; a malformed report is
+    the code's doing (the runner only relays it)."""
+    try:
+        return _interpret(exercise, prepared, outcome, limit, submission_limit)
+    except Exception as error:
+        return _single("error", "result", f"the code's results could not be read ({error})")
+
+
+def _output(outcome: dict[str, Any], messages: list[dict[str, Any]]) -> str:
+    output = str(outcome.get("output", ""))[:MAX_STORED_OUTPUT]
+    dropped = next((m.get("dropped") for m in messages if m.get("event") == "done"), 0)
+    if isinstance(dropped, int) and dropped > 0:
+        output += f"\n... ({dropped} more characters not shown)"
+    return output
+
+
+def _interpret(
+    exercise: CodeExercise,
+    prepared: Prepared,
+    outcome: dict[str, Any],
+    limit: float,
+    submission_limit: float | None,
+) -> Verdict:
+    status = outcome.get("status")
+    messages = [m for m in outcome.get("messages", []) if isinstance(m, dict)]
+    extra = {"output": _output(outcome, messages), "seconds": float(outcome.get("seconds") or 0)}
+    if status == "skipped":
+        message = (
+            f"not run: the submission's code used up its time limit of "
+            f"{submission_limit:g} s on earlier exercises"
+        )
+        return _single("timeout", "run", message, **extra)
+    if status in ("worker lost", "worker error"):
+        what = outcome.get("exit", "")
+        if status == "worker lost":
+            message = (
+                f"the code stopped the grading process that ran it ({what}); this "
+                "happens when code kills or suspends its parent process"
+            )
+        else:
+            message = f"the grader failed while running this code ({what}); regrade it"
+        return _single("error", "run", message, **extra)
+    load = next((m for m in messages if m.get("event") == "load"), None)
+    failed = next((m for m in messages if m.get("event") == "failed"), None)
+    stopped = _stop_message(outcome, limit, submission_limit)
+    if load is None:
+        if failed is not None:
+            message = f"the code could not be run ({failed.get('error')})"
+            return _single("error", "definition", message, **extra)
+        kind = "timeout" if status == "timeout" else "error"
+        return _single(kind, "definition", f"{stopped} while the source was defined", **extra)
+    error = str(load.get("error", ""))
+    if load.get("status") == "missing":
+        return _single("invalid", "definition", error, **extra)
+    if load.get("status") == "signature":
+        return judge([Check("signature", "fail", error)], **extra)
+    if load.get("status") != "ok":
+        if COURSE_LIB_ERROR.search(error):
+            return _single("error", "definition", COURSE_LIB_USED.format(detail=error), **extra)
+        message = f"running the source to define {exercise.function} raised {error}"
+        return _single("error", "definition", message, **extra)
+    calls = {
+        m.get("index"): m
+        for m in messages
+        if m.get("event") == "call" and isinstance(m.get("index"), int)
+    }
+    checks = [Check("signature", "pass", f"accepts ({', '.join(exercise.parameters)})")]
+    for index, case in enumerate(prepared.cases):
+        call = calls.get(index)
+        if call is None:
+            if index == len(calls):
+                kind = "timeout" if status == "timeout" else "error"
+                checks.append(Check(case.label, kind, stopped))
+            else:
+                checks.append(Check(case.label, "error", "not run: an earlier case stopped"))
+            continue
+        checks.append(_case_check(exercise, case, prepared.expected[index], call))
+    stub = bool(calls) and all(c.get("status") == "not implemented" for c in calls.values())
+    for check in checks:
+        if check.status == "error" and COURSE_LIB_ERROR.search(check.message):
+            message = COURSE_LIB_USED.format(detail=check.message)
+            return Verdict("error", message, tuple(checks), **extra)
+    verdict = judge(checks, **extra)
+    if stub:
+        return Verdict(verdict.status, verdict.message, verdict.checks, verdict.output,
+                       verdict.seconds, not_attempted=True)  # fmt: skip
+    return verdict
+
+
+def _stop_message(outcome: dict[str, Any], limit: float, submission_limit: float | None) -> str:
+    if outcome.get("status") == "timeout":
+        if outcome.get("submission_limit") and submission_limit is not None:
+            return (
+                f"stopped: the submission's code reached its time limit of {submission_limit:g} s"
+            )
+        if outcome.get("abandoned"):
+            return (
+                f"no result within {limit:g} s, the time limit (it keeps running in the "
+                "background: restart the kernel if the notebook becomes slow)"
+            )
+        return f"stopped after {limit:g} s, the time limit (is there a loop that never ends?)"
+    exit_text = str(outcome.get("exit", "it ended"))
+    advice = ""
+    if "SIGXCPU" in exit_text:
+        advice = f": it used more than {math.ceil(limit) + 1} s of CPU time"
+    elif "SIGKILL" in exit_text:
+        advice = ": it was killed (too much memory or CPU time?)"
+    return f"the process running the code ended ({exit_text}){advice}"
+
+
+def _case_check(exercise: CodeExercise, case: Case, expected: Any, call: dict[str, Any]) -> Check:
+    status = call.get("status")
+    if status == "not implemented":
+        return Check(case.label, "error", "raises NotImplementedError (the exercise's stub)")
+    if status != "returned":
+        return Check(case.label, "error", str(call.get("error", "raised an error")))
+    value = call.get("value")
+    if not isinstance(value, dict):
+        return Check(case.label, "error", "the returned value could not be read")
+    unsent = _unsent_part(exercise, expected, value)
+    if unsent:
+        return Check(case.label, "fail", unsent)
+    try:
+        got = _decoded(value)
+    except (KeyError, TypeError, ValueError):
+        return Check(case.label, "error", "the returned value could not be read")
+    verdict = compare_results(
+        expected,
+        got,
+        names=exercise.outputs,
+        atol=exercise.atol,
+        rtol=exercise.rtol,
+        expected_dtypes=exercise.dtypes,
+    )
+    return Check(case.label, "pass" if verdict.ok else "fail", verdict.message)
+
+
+def _unsent_part(exercise: CodeExercise, expected: Any, value: dict[str, Any]) -> str:
+    """Why a result fails whose tensor entries were not sent back, or ``""``."""
+    if value.get("kind") == "tensor" and value.get("data") is None:
+        if isinstance(expected, tuple):
+            return ""  # compared as a tensor where a tuple is expected: that message
+        return _unsent(exercise, expected, value)
+    items = value.get("items")
+    if value.get("kind") != "tuple" or not isinstance(expected, tuple):
+        return ""
+    if not isinstance(items, list) or len(items) != len(expected):
+        return ""
+    names = exercise.outputs or tuple(f"part {i}" for i in range(len(expected)))
+    for name, want, item in zip(names, expected, items, strict=True):
+        if isinstance(item, dict) and item.get("kind") == "tensor" and item.get("data") is None:
+            return f"{name}: {_unsent(exercise, want, item)}"
+    return ""
+
+
+def _unsent(exercise: CodeExercise, expected: torch.Tensor, value: dict[str, Any]) -> str:
+    """Why a tensor whose entries were not sent back fails (its shape or its dtype)."""
+    shape = tuple(value.get("shape") or ())
+    if shape != tuple(expected.shape):
+        return f"expected shape {tuple(expected.shape)}, got {shape}"
+    names = " or ".join(str(d).removeprefix("torch.") for d in exercise.dtypes)
+    return f"expected dtype {names}, got {value.get('dtype')}"
+
+
+def _decoded(value: dict[str, Any]) -> object:
+    """What the student's function returned, rebuilt from the runner's description: tensors
+    and tuples as themselves; any other object as a stand-in of the same type name, so that
+    the comparison says what came."""
+    kind = value.get("kind")
+    if kind == "tensor":
+        return _runner.decode_tensor(value) if value.get("data") is not None else torch.empty(0)
+    if kind == "tuple":
+        return tuple(_decoded(item) for item in value["items"])
+    module, name = str(value.get("module"))[:100], str(value.get("type"))[:100]
+    return type(name.rsplit(".", 1)[-1], (), {"__module__": module, "__qualname__": name})()
+
+
+# --------------------------------------------------------------------------- the student's check
+
+
+def can_fork() -> bool:
+    """True where answers run in a child process that can be limited and stopped."""
+    return (
+        hasattr(os, "fork")
+        and sys.platform != "win32"
+        and "fork" in multiprocessing.get_all_start_methods()
+    )
+
+
+def run_locally(
+    exercise: CodeExercise, answer: dict[str, Any], *, seed: int, timeout: float
+) -> Verdict:
+    """Judge a recorded answer here, as grading judges it: the student's check."""
+    refused = refusal(exercise, answer)
+    if refused is not None:
+        return refused
+    prepared = prepare(exercise, seed)
+    task = make_task(exercise, answer, prepared, timeout)
+    deadline = time.monotonic() + timeout
+    if can_fork():
+        outcome = _runner.run_task(task, deadline, _runner.local_config())
+    else:
+        outcome = _runner.run_task_in_thread(task, deadline)
+    return interpret(exercise, prepared, outcome, timeout)

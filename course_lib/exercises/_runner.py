@@ -1,0 +1,940 @@
+"""How an answer to a code exercise runs: one sandbox for the student's check and the grader.
+
+An answer is run from what a submission carries: the source of the student's function (with
+the imports, constants and helpers it uses), defined in a fresh namespace, called on each
+input of the exercise in turn. The same code does this in the notebook, when a student runs
+``check``, and in the grader's workers, inside bubblewrap: so an answer gets the same verdict
+in both places.
+
+This file uses only the standard library and torch, and never imports ``course_lib``: the
+grading worker (:mod:`course_lib.grading._worker`) runs it as a plain module beside itself,
+inside a sandbox where ``course_lib`` does not exist.
+
+A *task* is a dict: the ``source``, the ``function``'s name, its ``parameters``, the encoded
+arguments of every call (``calls``), a time limit (``timeout``), resource ``limits`` and what
+the answer may not call (``blocked``: Python functions, ``blocked_ops``: PyTorch operators).
+:func:`run_task` forks a child for it, which
+
+1. makes itself a child subreaper (Linux), so that every process the answer starts, even one
+   that leaves its session, stays below it and is ended with it;
+2. limits itself (memory, CPU time, processes, file size, open files), moves into a fresh
+   empty folder, and sends what is written to its standard output and error, by ``print`` or
+   straight to the file descriptors, to a file of limited size;
+3. refuses ``course_lib`` and every route to the computations the exercise forbids: blocked
+   Python functions get a body that raises, blocked operators a kernel that raises in
+   PyTorch's dispatcher, which every Python alias and ``torch.ops`` call goes through;
+4. defines the source and calls the function on each input, sending back each result as JSON
+   of numbers (never a pickle).
+
+The parent collects the messages until the time limit, then kills the child and everything
+it started, and returns the outcome. Arguments cross as JSON too: tensors with their entries,
+plain JSON values, and one kind of model, :class:`TableScorer` (the next-token scorer of the
+decoding exercises), sent as its two tables and rebuilt with torch alone.
+
+Where the system cannot fork (Windows), :func:`run_task_in_thread` runs the same steps in a
+thread of the calling process, without the limits: it can abandon a call, not stop it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import ctypes
+import importlib
+import importlib.abc
+import inspect
+import io
+import json
+import linecache
+import math
+import os
+import select
+import shutil
+import signal
+import struct
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import warnings
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+try:  # POSIX; imported here, before a grading worker drops to a user that may not read them
+    import fcntl
+    import resource
+except ImportError:  # Windows: answers run in a thread (run_task_in_thread)
+    fcntl = resource = None  # type: ignore[assignment]
+
+HEADER = struct.Struct(">Q")
+MAX_MESSAGE = 64 * 2**20  # bytes of one message between the grader and a worker
+MAX_CHILD_MESSAGE = 32 * 2**20  # bytes of one message from a child to its worker
+MAX_ENTRIES = 1_000_000  # entries of a returned tensor that are sent back
+MAX_PARTS = 8  # items of a returned tuple that are described one by one
+MAX_OUTPUT = 4000  # characters of printed output kept
+SOURCE_NAME = "<submission>"
+TENSOR_DTYPES = (
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "bool",
+)
+PR_SET_CHILD_SUBREAPER = 36
+DEFAULT_LIMITS = {"memory_mb": 1024, "processes": 8, "file_mb": 16}  # per task, everywhere
+OPERATOR_KEYS = (  # dispatch keys whose kernels a blocked operator loses (Meta: shapes only)
+    "CompositeImplicitAutograd",
+    "CompositeExplicitAutograd",
+    "CompositeExplicitAutogradNonFunctional",
+    "CPU",
+    "CUDA",
+)
+
+
+# --------------------------------------------------------------------------- messages
+
+
+class ProtocolError(Exception):
+    """A message was malformed, too large, or the other side went away."""
+
+
+def write_message(stream: BinaryIO, data: object) -> None:
+    """Write ``data`` as JSON with an 8-byte length in front, and flush."""
+    payload = json.dumps(data, separators=(",", ":")).encode("utf-8")
+    stream.write(HEADER.pack(len(payload)) + payload)
+    stream.flush()
+
+
+def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
+    parts = []
+    while size:
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                raise TimeoutError
+        chunk = os.read(fd, min(size, 2**20))
+        if not chunk:
+            raise ProtocolError("the other side closed the channel")
+        parts.append(chunk)
+        size -= len(chunk)
+    return b"".join(parts)
+
+
+def read_message(fd: int, *, deadline: float | None = None, limit: int = MAX_MESSAGE) -> Any:
+    """Read one message from the file descriptor ``fd``.
+
+    Raises:
+        TimeoutError: nothing complete arrived before ``deadline`` (``time.monotonic()``).
+        ProtocolError: end of file, a message longer than ``limit`` bytes, or not JSON.
+    """
+    (size,) = HEADER.unpack(_read_exactly(fd, HEADER.size, deadline))
+    if size > limit:
+        raise ProtocolError(f"a message of {size} bytes is longer than {limit}")
+    payload = _read_exactly(fd, size, deadline)
+    try:
+        return json.loads(payload.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise ProtocolError(f"a message is not JSON ({error})") from None
+
+
+# --------------------------------------------------------------------------- values
+
+
+def encode_value(value: Any, *, nested: bool = False) -> dict[str, Any]:
+    """JSON-ready description of a value: a tensor as its dtype, shape and entries.
+
+    ``{"kind": "tensor", "dtype": "float32", "shape": [3, 4], "data": [...]}`` (``data`` is
+    ``None`` when the tensor has more than ``MAX_ENTRIES`` entries or a dtype that is not
+    sent); a tuple or list of up to ``MAX_PARTS`` values (such as attention's
+    ``(output, weights)``) as ``{"kind": "tuple", "items": [...]}`` with each item described
+    the same way, one level deep; ``{"kind": "object", "module": ..., "type": ...}`` for
+    anything else.
+    """
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        tensor = value.detach()
+        if tensor.layout != torch.strided or tensor.device.type == "meta":
+            raise ValueError(f"a {tensor.layout} tensor on the {tensor.device} device")
+        tensor = tensor.cpu()
+        dtype = str(tensor.dtype).removeprefix("torch.")
+        data = None
+        if dtype in TENSOR_DTYPES and tensor.numel() <= MAX_ENTRIES:
+            data = tensor.reshape(-1).tolist()
+        return {"kind": "tensor", "dtype": dtype, "shape": list(tensor.shape), "data": data}
+    if isinstance(value, (tuple, list)) and 0 < len(value) <= MAX_PARTS and not nested:
+        return {"kind": "tuple", "items": [encode_value(item, nested=True) for item in value]}
+    kind = type(value)
+    return {"kind": "object", "module": kind.__module__, "type": kind.__qualname__}
+
+
+def decode_tensor(data: dict[str, Any]):
+    """The tensor described by ``encode_value``; ``ValueError`` if the description is bad."""
+    import torch
+
+    dtype, shape, entries = data.get("dtype"), data.get("shape"), data.get("data")
+    if dtype not in TENSOR_DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}")
+    if not isinstance(shape, list) or not all(
+        isinstance(n, int) and not isinstance(n, bool) and 0 <= n for n in shape
+    ):
+        raise ValueError(f"bad shape {shape!r}")
+    if not isinstance(entries, list) or len(entries) != math.prod(shape):
+        raise ValueError("the entries do not match the shape")
+    kinds = (bool,) if dtype == "bool" else (int, float)
+    if not all(isinstance(x, kinds) for x in entries):
+        raise ValueError("the entries are not numbers of the dtype")
+    return torch.tensor(entries, dtype=getattr(torch, dtype)).reshape(shape)
+
+
+class TableScorer:
+    """A next-token scorer given by two tables: the "model" of the decoding exercises.
+
+    Arguments cross into the sandbox as tensors and JSON values only, so a model cannot be
+    sent as it is; this one is sent as its two tables and rebuilt here with torch alone.
+    Called with the ids so far, ``(batch, t)``, it returns the scores of the next token,
+    ``(batch, vocab_size)``::
+
+        scores[b] = by_position[t - 1, ids[b, t - 1]] + by_start[ids[b, 0]]
+
+    so the scores depend on the last token, on how many tokens there are and on the first
+    one, as a real model's depend on the whole prefix.
+
+    Args:
+        by_position: ``(max_len, vocab_size, vocab_size)`` float tensor.
+        by_start: ``(vocab_size, vocab_size)`` float tensor.
+    """
+
+    def __init__(self, by_position, by_start) -> None:
+        import torch
+
+        if not isinstance(by_position, torch.Tensor) or not isinstance(by_start, torch.Tensor):
+            raise TypeError("by_position and by_start must be tensors")
+        if by_position.dim() != 3 or by_position.size(1) != by_position.size(2):
+            raise ValueError(
+                "by_position must be (max_len, vocab_size, vocab_size), got "
+                f"{tuple(by_position.shape)}"
+            )
+        if tuple(by_start.shape) != tuple(by_position.shape[1:]):
+            raise ValueError(
+                f"by_start must be (vocab_size, vocab_size) = {tuple(by_position.shape[1:])}, "
+                f"got {tuple(by_start.shape)}"
+            )
+        if not by_position.is_floating_point() or not by_start.is_floating_point():
+            raise TypeError("by_position and by_start must hold floating-point scores")
+        self.by_position = by_position
+        self.by_start = by_start
+
+    @property
+    def vocab_size(self) -> int:
+        return self.by_start.size(0)
+
+    @property
+    def max_len(self) -> int:
+        return self.by_position.size(0)
+
+    def __call__(self, ids):
+        import torch
+
+        if not isinstance(ids, torch.Tensor) or ids.dim() != 2:
+            shape = tuple(ids.shape) if isinstance(ids, torch.Tensor) else type(ids).__name__
+            raise ValueError(f"the model takes ids of shape (batch, t), got {shape}")
+        if ids.is_floating_point() or ids.dtype == torch.bool:
+            raise TypeError(f"the model takes integer token ids, got {ids.dtype}")
+        length = ids.size(1)
+        if not 1 <= length <= self.max_len:
+            raise ValueError(
+                f"the model takes 1 to {self.max_len} tokens per sequence, got {length}"
+            )
+        if ((ids < 0) | (ids >= self.vocab_size)).any():
+            raise ValueError(f"token ids must be in [0, {self.vocab_size}), got {ids.tolist()}")
+        ids = ids.long()
+        return self.by_position[length - 1, ids[:, -1]] + self.by_start[ids[:, 0]]
+
+    def __repr__(self) -> str:
+        return f"TableScorer(vocab_size={self.vocab_size}, max_len={self.max_len})"
+
+
+def encode_argument(value: Any) -> dict[str, Any]:
+    """An argument of a call for the worker: a tensor with its entries, a
+    :class:`TableScorer` as its two tables, or a JSON value."""
+    import torch
+
+    if isinstance(value, TableScorer):
+        tables = {"by_position": value.by_position, "by_start": value.by_start}
+        return {"scorer": {name: encode_argument(t)["tensor"] for name, t in tables.items()}}
+    if isinstance(value, torch.Tensor):
+        described = encode_value(value)
+        if described["data"] is None:
+            raise ValueError(
+                f"cannot send a tensor of {value.numel()} entries, dtype {value.dtype}"
+            )
+        return {"tensor": described}
+    json.dumps(value)  # TypeError for what JSON cannot carry
+    return {"value": value}
+
+
+def decode_argument(data: dict[str, Any]) -> Any:
+    if "scorer" in data:
+        tables = data["scorer"]
+        return TableScorer(decode_tensor(tables["by_position"]), decode_tensor(tables["by_start"]))
+    return decode_tensor(data["tensor"]) if "tensor" in data else data["value"]
+
+
+# --------------------------------------------------------------------------- the child
+
+
+class _CappedText(io.TextIOBase):
+    """Standard output and error of the answer: the first ``MAX_OUTPUT`` characters go to the
+    file descriptor ``sink`` as they come (so they survive a kill), or are kept here when
+    ``sink`` is ``None``; the rest is only counted."""
+
+    def __init__(self, sink: int | None) -> None:
+        self.sink = sink
+        self.parts: list[str] = []
+        self.kept = 0
+        self.dropped = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        text = str(text)
+        room = MAX_OUTPUT - self.kept
+        kept = text[:room]
+        if kept:
+            self.kept += len(kept)
+            if self.sink is None:
+                self.parts.append(kept)
+            else:
+                with contextlib.suppress(OSError):
+                    os.write(self.sink, kept.encode("utf-8", "backslashreplace"))
+        self.dropped += len(text) - len(kept)
+        return len(text)
+
+    def text(self) -> str:
+        """What was kept (with ``sink=None``)."""
+        return "".join(self.parts).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _where(error: BaseException) -> str:
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == SOURCE_NAME]
+    if not frames:
+        return ""
+    frame = frames[-1]
+    line = f": {frame.line.strip()}" if frame.line else ""
+    return f" (line {frame.lineno} of {frame.name}{line})"
+
+
+def describe_error(error: BaseException, limits: dict[str, Any]) -> str:
+    """``"ValueError: ... (line 4 of f: ...)"`` with advice for limits the code ran into."""
+    try:
+        lines = str(error).strip().splitlines()
+    except BaseException:  # an exception whose text cannot be made
+        lines = []
+    first = lines[0][:500] if lines else ""
+    note = ""
+    if isinstance(error, MemoryError) or "allocate" in first:
+        note = f" (checks and grading let the code use about {limits['memory_mb']} MB of memory)"
+    elif "forked subprocess" in first:  # CUDA cannot start again after fork
+        note = " (the check runs your code in a forked process, on the CPU: keep tensors there)"
+    elif isinstance(error, BlockingIOError) or (
+        isinstance(error, OSError) and error.errno in (11, 27)
+    ):
+        note = (
+            f" (checks and grading allow at most {limits['processes']} more processes or "
+            f"threads and files of at most {limits['file_mb']} MB)"
+        )
+    text = f"{type(error).__name__}{': ' + first if first else ''}{note}{_where(error)}"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _send(fd: int, data: dict[str, Any]) -> None:
+    payload = json.dumps(data, separators=(",", ":")).encode("utf-8")
+    if len(payload) > MAX_CHILD_MESSAGE:
+        payload = json.dumps(
+            {
+                **{k: data[k] for k in ("event", "index") if k in data},
+                "status": "raised",
+                "error": f"the result is too large to send back ({len(payload)} bytes)",
+            }
+        ).encode("utf-8")
+    data_out = HEADER.pack(len(payload)) + payload
+    while data_out:
+        written = os.write(fd, data_out)
+        data_out = data_out[written:]
+
+
+def _count_tasks(uid: int) -> int:
+    """Processes and threads of user ``uid`` visible in /proc (what RLIMIT_NPROC counts)."""
+    count = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as status:
+                fields = dict(line.split(":", 1) for line in status if ":" in line)
+        except OSError:
+            continue
+        if int(fields.get("Uid", "-1").split()[0]) == uid:
+            count += int(fields.get("Threads", "1"))
+    return count
+
+
+def _limit_child(limits: dict[str, Any], cpu_seconds: int) -> None:
+    """Set the child's resource limits (soft and hard, so the code cannot raise them).
+
+    A limit that this system does not have or cannot measure (no ``/proc`` on macOS) is
+    left as it is."""
+
+    def cap(kind: int, soft: int, hard: int | None = None) -> None:
+        hard = soft if hard is None else hard
+        _, ceiling = resource.getrlimit(kind)
+        if ceiling != resource.RLIM_INFINITY:
+            soft, hard = min(soft, ceiling), min(hard, ceiling)
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(kind, (soft, hard))
+
+    cap(resource.RLIMIT_CORE, 0)
+    cap(resource.RLIMIT_CPU, cpu_seconds, cpu_seconds + 1)  # SIGXCPU, then SIGKILL
+    cap(resource.RLIMIT_FSIZE, limits["file_mb"] * 2**20)
+    cap(resource.RLIMIT_NOFILE, 64)
+    if os.path.isdir("/proc/self"):
+        cap(resource.RLIMIT_NPROC, _count_tasks(os.getuid()) + limits["processes"])
+        cap(resource.RLIMIT_AS, _vm_size() + limits["memory_mb"] * 2**20)
+
+
+def _prctl(option: int, value: int) -> bool:
+    """``prctl(option, value)`` on Linux; ``False`` where it is not available or failed."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(option, value, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _forget_course_lib() -> None:
+    """Drop ``course_lib`` from this process's imported modules, so that importing it goes
+    through :class:`_NoCourseLib` (in the student's check, the notebook had imported it)."""
+    for name in [n for n in sys.modules if n == "course_lib" or n.startswith("course_lib.")]:
+        del sys.modules[name]
+
+
+def _quiet_displays() -> None:
+    """Drop rich output (``display``, inline figures): the child cannot send it to the
+    notebook, whose connection it has closed."""
+    shell_module = sys.modules.get("IPython")
+    get_ipython = getattr(shell_module, "get_ipython", None)
+    shell = get_ipython() if callable(get_ipython) else None
+    if shell is not None and getattr(shell, "display_pub", None) is not None:
+        shell.display_pub.publish = lambda *args, **kwargs: None
+
+
+def _child(task: dict[str, Any], result_fd: int, output_fd: int, workdir: str) -> None:
+    """Run one task in the forked child; never returns."""
+    me = os.getpid()
+    try:
+        os.setpgid(0, 0)
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans of the answer's processes come here
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a too large file: an error, not death
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # a notebook's interrupt ends the child
+        # Standard input from /dev/null, output to the output file, results on descriptor 3,
+        # nothing else open (the worker's channel to the grader, the notebook's sockets).
+        high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in (output_fd, result_fd)]
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(high[0], 1)
+        os.dup2(high[0], 2)
+        os.dup2(high[1], 3)
+        os.closerange(4, 1 << 16)
+        os.chdir(workdir)
+        os.environ.clear()
+        os.environ.update(
+            {
+                "HOME": workdir,
+                "TMPDIR": workdir,
+                "PATH": "/usr/bin:/bin",
+                "LANG": "C.UTF-8",
+                "OMP_NUM_THREADS": "1",
+            }
+        )
+        tempfile.tempdir = workdir
+        _quiet_displays()
+        _forget_course_lib()
+        import torch
+
+        torch.set_num_threads(1)  # no thread pool in the child: nothing to deadlock after fork
+        limits = task["limits"]
+        _limit_child(limits, max(1, math.ceil(task["timeout"])) + 1)
+        captured = _CappedText(1)
+        sys.stdout = sys.stderr = captured
+        sys.stdin = io.StringIO()
+        undo = _guard(task)  # kept: the blocks last as long as it lives
+        _run_task(task, lambda message: _send(3, message), captured, limits, me)
+        del undo
+    except BaseException as error:  # the parent reports what happened
+        with contextlib.suppress(BaseException):
+            _send(3, {"event": "failed", "error": f"{type(error).__name__}: {error}"})
+    finally:
+        os._exit(0)
+
+
+class _NoCourseLib(importlib.abc.MetaPathFinder):
+    """Refuses to import ``course_lib``: answers compute their results themselves. (Inside the
+    grading sandbox course_lib is not there at all; this also holds in a student's check.)"""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "course_lib" or name.startswith("course_lib."):
+            raise ModuleNotFoundError(
+                f"No module named {name!r} (checks and grading do not allow course_lib)",
+                name=name,
+            )
+
+
+GRADING_PACKAGES = ("torch", "numpy")  # what answers may import beside the standard library
+IMPORT_RULE = "answers may import the standard library, torch and numpy, as grading does"
+
+
+def importable_in_grading(module: str) -> bool:
+    """Whether an answer may import ``module``: the standard library, torch and NumPy are
+    there wherever answers run; a student's own modules and other packages are not."""
+    top = module.split(".")[0]
+    return top in sys.stdlib_module_names or top in GRADING_PACKAGES
+
+
+def _submission_builtins() -> dict[str, Any]:
+    """The builtins of the submission's namespace, whose ``import`` statements may reach
+    only what grading has (a notebook has imported much more, which a forked check sees)."""
+    real_import = builtins.__import__
+
+    def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0 and not importable_in_grading(name):
+            top = name.split(".")[0]
+            if top == "course_lib":
+                reason = "checks and grading do not allow course_lib"
+            else:
+                reason = IMPORT_RULE
+            raise ModuleNotFoundError(f"No module named {top!r} ({reason})", name=top)
+        return real_import(name, globals, locals, fromlist, level)
+
+    namespace = dict(vars(builtins))
+    namespace["__import__"] = guarded_import
+    return namespace
+
+
+def blocked_message(name: str) -> str:
+    """What a call to a function the exercise does not allow raises."""
+    return (
+        "this exercise asks you to write the computation yourself; your code called "
+        f"{name}, which the check does not allow"
+    )
+
+
+def _refuser(message: str) -> Callable[..., Any]:
+    def refuse(*args: Any, _message: str = message, **kwargs: Any) -> Any:
+        raise RuntimeError(_message)
+
+    return refuse
+
+
+def _block(blocked: list[list[str]]) -> Callable[[], None]:
+    """Make each ``[module, qualified name]`` function raise when called; return an undo.
+
+    A Python function gets a new body, so that every path to it (``F.layer_norm`` itself,
+    an alias of it, or ``nn.LayerNorm``, which calls it) raises; a builtin is replaced in its
+    owner (its other aliases are caught by :func:`_block_operators`).
+    """
+    undo: list[Callable[[], None]] = []
+    for module_name, qualname in blocked:
+        owner: Any = importlib.import_module(module_name)
+        *path, name = qualname.split(".")
+        for part in path:
+            owner = getattr(owner, part)
+        function = getattr(owner, name)
+        message = blocked_message(f"{module_name}.{qualname}")
+        refuse = _refuser(message)
+        try:
+            saved = (function.__code__, function.__defaults__, function.__kwdefaults__)
+            function.__code__ = refuse.__code__  # has no closure: fits any function without one
+            function.__defaults__ = None
+            function.__kwdefaults__ = {"_message": message}
+        except (AttributeError, TypeError, ValueError):  # a builtin, or a closure
+            setattr(owner, name, refuse)
+            undo.append(lambda owner=owner, name=name, function=function: setattr(
+                owner, name, function))  # fmt: skip
+        else:
+            undo.append(lambda function=function, saved=saved: _restore(function, saved))
+
+    def restore() -> None:
+        for step in reversed(undo):
+            step()
+
+    return restore
+
+
+def _restore(function: Any, saved: tuple) -> None:
+    function.__code__, function.__defaults__, function.__kwdefaults__ = saved
+
+
+def _block_operators(operators: list[str]) -> Any:
+    """Make each PyTorch operator (``"aten::layer_norm"``) raise, however it is reached.
+
+    Every route to an operator, ``torch.layer_norm``, ``torch.ops.aten.layer_norm``, a
+    Python alias, a module that calls it, goes through PyTorch's dispatcher: this registers a
+    kernel that raises in place of each of its kernels. Returns the ``torch.library.Library``
+    holding them (they are removed when it is destroyed); ``None`` when nothing is blocked.
+    """
+    if not operators:
+        return None
+    import torch
+
+    library = torch.library.Library("aten", "IMPL")
+    with warnings.catch_warnings():  # "Overriding a previously registered kernel ..."
+        warnings.simplefilter("ignore")
+        for qualified in operators:
+            name = qualified.removeprefix("aten::")
+            refuse = _refuser(blocked_message(f"torch.ops.aten.{name.split('.')[0]}"))
+            for key in OPERATOR_KEYS:
+                try:
+                    if torch._C._dispatch_has_kernel_for_dispatch_key(f"aten::{name}", key):
+                        library.impl(name, refuse, key)
+                except RuntimeError:  # an operator this PyTorch does not have
+                    break
+    return library
+
+
+def _run_task(
+    task: dict[str, Any],
+    send: Callable[[dict[str, Any]], None],
+    captured: _CappedText,
+    limits: dict[str, Any],
+    me: int,
+) -> None:
+    """Define the source in a fresh namespace and call the function on every input, sending
+    a message for each step. The caller blocks what the exercise forbids."""
+    source = task["source"]
+    linecache.cache[SOURCE_NAME] = (len(source), None, source.splitlines(True), SOURCE_NAME)
+    namespace: dict[str, Any] = {
+        "__name__": "__submission__",
+        "__builtins__": _submission_builtins(),
+    }
+    try:
+        exec(compile(source, SOURCE_NAME, "exec"), namespace)
+    except BaseException as error:
+        if os.getpid() != me:
+            os._exit(0)
+        send({"event": "load", "status": "raised", "error": describe_error(error, limits)})
+        return
+    if os.getpid() != me:
+        os._exit(0)
+    function = namespace.get(task["function"])
+    if not callable(function):
+        what = "is not defined" if function is None else "is not a function"
+        error = f"{task['function']} {what} in the submitted source"
+        send({"event": "load", "status": "missing", "error": error})
+        return
+    try:
+        inspect.signature(function).bind(*task["parameters"])
+    except TypeError:
+        wanted = ", ".join(task["parameters"])
+        error = f"the function must accept ({wanted}); it takes {inspect.signature(function)}"
+        send({"event": "load", "status": "signature", "error": error})
+        return
+    except ValueError:  # no signature (a builtin): let the calls decide
+        pass
+    send({"event": "load", "status": "ok"})
+    for index, call in enumerate(task["calls"]):
+        args = [decode_argument(a) for a in call["args"]]
+        kwargs = {k: decode_argument(v) for k, v in call["kwargs"].items()}
+        message: dict[str, Any] = {"event": "call", "index": index}
+        try:
+            value = function(*args, **kwargs)
+        except BaseException as error:  # SystemExit and KeyboardInterrupt too
+            if os.getpid() != me:
+                os._exit(0)
+            status = "not implemented" if type(error) is NotImplementedError else "raised"
+            message.update(status=status, error=describe_error(error, limits))
+        else:
+            if os.getpid() != me:
+                os._exit(0)
+            try:
+                message.update(status="returned", value=encode_value(value))
+            except Exception as error:  # meta tensors, exotic layouts, failing __len__ ...
+                error_text = f"returned a value that cannot be read ({error})"
+                message.update(status="raised", error=error_text)
+        send(message)
+    send({"event": "done", "dropped": captured.dropped})
+
+
+def _guard(task: dict[str, Any]) -> Callable[[], None]:
+    """Refuse ``course_lib`` and block what the task forbids; return an undo."""
+    finder = _NoCourseLib()
+    sys.meta_path.insert(0, finder)
+    restore = _block(task.get("blocked", []))
+    library = _block_operators(task.get("blocked_ops", []))
+
+    def undo() -> None:
+        destroy = getattr(library, "_destroy", None)  # else its finaliser removes the kernels
+        if destroy is not None:
+            destroy()
+        restore()
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(finder)
+
+    return undo
+
+
+# --------------------------------------------------------------------------- the parent
+
+
+def _vm_size() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _processes() -> dict[int, tuple[int, str]]:
+    """Every process in ``/proc``: its parent and its state (``{}`` without ``/proc``)."""
+    found = {}
+    with contextlib.suppress(OSError):
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+                found[int(entry)] = (int(fields[1]), fields[0])
+            except (OSError, IndexError, ValueError):
+                continue
+    return found
+
+
+def _descendants(root: int) -> list[int]:
+    """The living (not zombie) processes below ``root``."""
+    processes = _processes()
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _) in processes.items():
+        children.setdefault(parent, []).append(pid)
+    found, todo = [], list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        if processes[pid][1] != "Z":
+            found.append(pid)
+        todo += children.get(pid, [])
+    return found
+
+
+def _kill_strays(child: int, pid_namespace: bool) -> None:
+    """Kill the child and every process it started; in our own PID namespace, every process
+    but the namespace's init and this one.
+
+    The child is stopped first, so that it starts nothing more. The processes below it, even
+    those that left its session or lost their parent (the child is their subreaper), are
+    killed until none is left, then the child's process group and the child itself.
+    """
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(child, signal.SIGSTOP)
+    for _ in range(100):
+        found = _descendants(child)
+        if not found:
+            break
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.002)
+    for kill in (os.killpg, os.kill):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            kill(child, signal.SIGKILL)
+    if not pid_namespace:
+        return
+    me = os.getpid()
+    for _ in range(100):
+        alive = [
+            pid
+            for pid, (_, state) in _processes().items()
+            if pid not in (1, me, child) and state != "Z"  # the namespace's init reaps zombies
+        ]
+        if not alive:
+            return
+        for pid in alive:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
+
+
+def _read_output(fd: int) -> str:
+    """What the child printed (from the output file's descriptor: the child may have
+    removed the file's name), truncated."""
+    try:
+        size = os.fstat(fd).st_size
+        data = os.pread(fd, MAX_OUTPUT * 4, 0)
+    except OSError:
+        return ""
+    text = data.decode("utf-8", "backslashreplace")[:MAX_OUTPUT]  # as much as print keeps
+    extra = size - len(text.encode("utf-8", "backslashreplace"))
+    return text + (f"\n... ({extra} more bytes not shown)" if extra > 0 else "")
+
+
+def _remove_tree(path: str) -> None:
+    def allow(function, target, _info) -> None:
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(target), 0o700)
+            os.chmod(target, 0o700)
+        with contextlib.suppress(OSError):
+            function(target)
+
+    with contextlib.suppress(OSError):
+        shutil.rmtree(path, onerror=allow)
+
+
+def local_config() -> dict[str, Any]:
+    """The ``config`` of :func:`run_task` for a student's check: scratch folders in the
+    system's temporary folder, no PID namespace."""
+    return {"tmp": tempfile.gettempdir(), "pid_namespace": False, "private_tmp": False}
+
+
+def run_task(task: dict[str, Any], deadline: float, config: dict[str, Any]) -> dict[str, Any]:
+    """Fork a child for one task in a fresh folder, collect its messages until ``deadline``
+    (``time.monotonic()``), clean up; return the outcome.
+
+    The outcome is ``{"status", "messages", "seconds", "output"}`` (and ``"exit"`` when the
+    child died): ``status`` is ``"done"``, ``"timeout"`` or ``"crashed"``; ``messages`` what
+    the child reported (``load``, a ``call`` per input, ``done``, or ``failed``).
+
+    Everything on disk that the task uses is made for it and removed after it (also when the
+    caller is interrupted): a child may delete or lock it without harming later tasks.
+    """
+    scratch = tempfile.mkdtemp(prefix="task-", dir=config["tmp"])
+    try:
+        workdir = os.path.join(scratch, "work")
+        os.mkdir(workdir, 0o700)
+        output_path = os.path.join(scratch, "output.txt")
+        output_fd = os.open(output_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            return _run_forked(task, deadline, config, workdir, output_fd)
+        finally:
+            os.close(output_fd)
+    finally:
+        _remove_tree(scratch)
+        if config["private_tmp"]:
+            _clear_folder(config["tmp"], keep=config["tmp_entries"])
+
+
+def _run_forked(
+    task: dict[str, Any], deadline: float, config: dict[str, Any], workdir: str, output_fd: int
+) -> dict[str, Any]:
+    reader, writer = os.pipe()
+    started = time.monotonic()
+    with warnings.catch_warnings():  # Python >= 3.12 warns about forking a threaded process
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:
+        os.close(reader)
+        _child(task, writer, output_fd, workdir)
+    os.close(writer)
+    messages: list[dict[str, Any]] = []
+    status, problem = "crashed", ""
+    try:
+        while True:
+            try:
+                message = read_message(reader, deadline=deadline, limit=MAX_CHILD_MESSAGE)
+            except TimeoutError:
+                status = "timeout"
+                break
+            except ProtocolError as error:
+                problem = "" if "closed" in str(error) else str(error)
+                break
+            if not isinstance(message, dict):
+                problem = "the child sent something that is not a message"
+                break
+            messages.append(message)
+            if message.get("event") in ("done", "failed") or (
+                message.get("event") == "load" and message.get("status") != "ok"
+            ):
+                status = "done"
+                break
+    finally:
+        os.close(reader)
+        _kill_strays(pid, config["pid_namespace"])
+        _, wait_status = os.waitpid(pid, 0)
+    outcome = {
+        "status": status,
+        "messages": messages,
+        "seconds": round(time.monotonic() - started, 3),
+        "output": _read_output(output_fd),
+    }
+    if status == "crashed":
+        outcome["exit"] = _exit_description(wait_status, problem)
+    return outcome
+
+
+def run_task_in_thread(task: dict[str, Any], deadline: float) -> dict[str, Any]:
+    """:func:`run_task` where the system cannot fork: the same steps in a daemon thread of
+    this process, with the same blocks while it runs, but no resource limits. A call still
+    running at ``deadline`` is abandoned (``"abandoned": True``), not stopped."""
+    captured = _CappedText(None)
+    messages: list[dict[str, Any]] = []
+    me = os.getpid()
+
+    def work() -> None:
+        try:
+            _run_task(task, messages.append, captured, task["limits"], me)
+        except BaseException as error:
+            messages.append({"event": "failed", "error": f"{type(error).__name__}: {error}"})
+
+    started = time.monotonic()
+    undo = _guard(task)
+    try:
+        worker = threading.Thread(target=work, daemon=True)
+        with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
+            worker.start()
+            worker.join(max(0.0, deadline - time.monotonic()))
+    finally:
+        undo()
+    return {
+        "status": "timeout" if worker.is_alive() else "done",
+        "messages": list(messages),
+        "seconds": round(time.monotonic() - started, 3),
+        "output": captured.text(),
+        "abandoned": worker.is_alive(),
+    }
+
+
+def _exit_description(wait_status: int, problem: str) -> str:
+    if problem:
+        return problem
+    if os.WIFSIGNALED(wait_status):
+        number = os.WTERMSIG(wait_status)
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        return f"killed by {name}"
+    return f"exit code {os.WEXITSTATUS(wait_status)}"
+
+
+def _clear_folder(folder: str, keep: frozenset[str] = frozenset()) -> None:
+    """Remove everything in ``folder`` but the entries named in ``keep``."""
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return
+    for entry in entries:
+        if entry in keep:
+            continue
+        path = os.path.join(folder, entry)
+        if os.path.isdir(path) and not os.path.islink(path):
+            _remove_tree(path)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
