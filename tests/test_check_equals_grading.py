@@ -55,6 +55,13 @@ def encoding_with_module_aliases(max_len, d_model):
     return T.stack([angle.sin(), angle.cos()], dim=-1).reshape(max_len, d_model).float()
 
 
+DTYPE = torch.float64  # a notebook global that is written into the submission
+
+
+def encoding_in_a_global_dtype(max_len, d_model):
+    return model_encoding(max_len, d_model).to(DTYPE)
+
+
 encoding_as_a_lambda = lambda max_len, d_model: model_encoding(max_len, d_model)  # noqa: E731
 
 
@@ -84,6 +91,7 @@ NOTEBOOK_WAYS = [
     encoding_reading_a_global_tensor,
     encoding_with_a_helper,
     encoding_with_module_aliases,
+    encoding_in_a_global_dtype,
     encoding_as_a_lambda,
     encoding_from_my_own_module,
 ]
@@ -138,6 +146,7 @@ def test_the_model_answers_and_the_notebook_ways_that_carry_everything_pass_both
     assert {f"{e}-{SOLUTIONS[e].__name__}" for e in CODE_EXERCISES} <= passing
     assert "positional-encoding-encoding_with_a_helper" in passing
     assert "positional-encoding-encoding_with_module_aliases" in passing
+    assert "positional-encoding-encoding_in_a_global_dtype" in passing
 
 
 def test_a_notebook_global_is_named_with_how_to_fix_it_before_any_score():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import textwrap
 import threading
 import time
 
@@ -577,3 +578,63 @@ def test_without_fork_a_slow_function_is_abandoned_after_the_limit(without_fork)
         for thread in set(threading.enumerate()) - before:
             thread.join(10)
             assert not thread.is_alive()
+
+
+# ----------------------------------------------------------------------------- tolerances
+
+
+def shifted_answer(exercise_id: str, fraction: float) -> dict:
+    """The model answer with every floating-point entry it returns moved by ``fraction`` of
+    the exercise's tolerance (``atol + rtol * |expected|``; by 1e-6 past an exact comparison),
+    as a recorded answer."""
+    from course_lib.exercises._source import function_source
+
+    model = SOLUTIONS[exercise_id]
+    exercise = get_exercise(exercise_id)
+    exact = exercise.atol == exercise.rtol == 0
+    nudge = 1e-6 if exact and fraction > 1 else 0.0  # outside an exact comparison
+    source = function_source(model).text + textwrap.dedent(
+        f"""
+
+        def shifted(*args):
+            def move(t):
+                if not t.is_floating_point():
+                    return t
+                allowed = {exercise.atol!r} + {exercise.rtol!r} * t.abs()
+                return t + {fraction!r} * allowed + {nudge!r}
+            result = {model.__name__}(*args)
+            if isinstance(result, tuple):
+                return tuple(move(part) for part in result)
+            return move(result)
+        """
+    )
+    return {"function": "shifted", "source": source}
+
+
+FLOAT_RESULTS = [
+    e.id
+    for e in list_exercises()
+    if isinstance(e, CodeExercise)
+    and e.id not in ("causal-mask", "w2v-skipgram-pairs", "glance-nearest-codes", "greedy-decoding")
+]
+
+
+@pytest.mark.parametrize("exercise_id", FLOAT_RESULTS)
+def test_an_answer_just_inside_the_tolerance_passes(exercise_id):
+    from course_lib.exercises._evaluation import run_locally
+
+    exercise = get_exercise(exercise_id)
+    answer = shifted_answer(exercise_id, 0.5)
+    verdict = run_locally(exercise, answer, seed=exercise.seed, timeout=exercise.timeout)
+    assert verdict.ok, verdict.message
+
+
+@pytest.mark.parametrize("exercise_id", FLOAT_RESULTS)
+def test_an_answer_just_outside_the_tolerance_fails(exercise_id):
+    from course_lib.exercises._evaluation import run_locally
+
+    exercise = get_exercise(exercise_id)
+    answer = shifted_answer(exercise_id, 2.0)
+    verdict = run_locally(exercise, answer, seed=exercise.seed, timeout=exercise.timeout)
+    assert verdict.status == "fail", verdict.message
+    assert "differ by more than the tolerance" in verdict.message

@@ -734,6 +734,19 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
+def _kill_until_none(find: Callable[[], list[int]], pause: float) -> None:
+    """Kill the processes ``find`` returns, again and again, until it returns none (a
+    process may start others while it is being killed); at most 100 rounds."""
+    for _ in range(100):
+        found = find()
+        if not found:
+            return
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(pause)
+
+
 def _kill_strays(child: int, pid_namespace: bool) -> None:
     """Kill the child and every process it started; in our own PID namespace, every process
     but the namespace's init and this one.
@@ -744,32 +757,20 @@ def _kill_strays(child: int, pid_namespace: bool) -> None:
     """
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(child, signal.SIGSTOP)
-    for _ in range(100):
-        found = _descendants(child)
-        if not found:
-            break
-        for pid in found:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.002)
+    _kill_until_none(lambda: _descendants(child), 0.002)
     for kill in (os.killpg, os.kill):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             kill(child, signal.SIGKILL)
-    if not pid_namespace:
-        return
-    me = os.getpid()
-    for _ in range(100):
-        alive = [
-            pid
-            for pid, (_, state) in _processes().items()
-            if pid not in (1, me, child) and state != "Z"  # the namespace's init reaps zombies
-        ]
-        if not alive:
-            return
-        for pid in alive:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.01)
+    if pid_namespace:
+        me = os.getpid()
+        _kill_until_none(
+            lambda: [
+                pid
+                for pid, (_, state) in _processes().items()
+                if pid not in (1, me, child) and state != "Z"  # init reaps zombies
+            ],
+            0.01,
+        )
 
 
 def _read_output(fd: int) -> str:

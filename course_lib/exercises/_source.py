@@ -28,6 +28,8 @@ import types
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
+import torch
+
 from course_lib.exercises._runner import importable_in_grading
 
 __all__ = ["FunctionSource", "SourceUnavailable", "function_source"]
@@ -118,7 +120,8 @@ def function_source(func: Callable) -> FunctionSource:
     """Python source that defines ``func`` with everything it uses.
 
     Modules become ``import`` lines and names imported from the standard library, torch and
-    NumPy ``from ... import`` lines; simple constants become assignments; functions and
+    NumPy ``from ... import`` lines; simple constants (numbers, strings, their lists and
+    dicts, torch dtypes) become assignments; functions and
     classes of the notebook or of the student's own modules are written out with their own
     source, recursively (a helper known under another name gets an alias line). Builtins
     are left out. The text runs on its own, as grading runs it.
@@ -165,6 +168,9 @@ def function_source(func: Callable) -> FunctionSource:
                     aliases[name] = value.__name__
                 pending.append(value)
             elif _is_literal(value):
+                constants[name] = f"{name} = {value!r}"
+            elif isinstance(value, torch.dtype):  # written as torch.float32
+                imports.setdefault("torch", "import torch")
                 constants[name] = f"{name} = {value!r}"
             elif getattr(value, "__module__", None) and getattr(value, "__name__", None):
                 source_module = value.__module__
