@@ -15,9 +15,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from test_grading import SEED, grade
+from test_grading import SEED, document, everything_right, grade, write
 
 from course_lib.grading.inputs import read_submission_file
+from course_lib.grading.text import terminal_safe
 
 # ----------------------------------------------------------------------------- unreadable files
 
@@ -115,3 +116,48 @@ def test_every_unreadable_file_gets_its_own_gradebook_row_and_reading_again_adds
     assert status == 0 and "(0 new)" in printed
     assert db.execute("SELECT COUNT(*) FROM submissions").fetchone()[0] == len(rows)
     db.close()
+
+
+# ----------------------------------------------------------------------------- the terminal
+
+UNSAFE_TEXT = {
+    "escape sequence": ("clear\x1b[2J\x1b]52;c;aGk=\x07", "clear\\x1b[2J\\x1b]52;c;aGk=\\x07"),
+    "carriage return": ("ok\rforged", "ok\\rforged"),
+    "line feed": ("one\nGraded 0", "one\\nGraded 0"),
+    "C1 control": ("csi\x9b2J", "csi\\x9b2J"),
+    "delete": ("del\x7f", "del\\x7f"),
+    "bidi override": ("txt.\u202egnp", "txt.\\u202egnp"),
+    "bidi isolate": ("a\u2066b\u2069", "a\\u2066b\\u2069"),
+}
+
+
+@pytest.mark.parametrize("case", UNSAFE_TEXT)
+def test_terminal_safe_shows_control_characters_escaped(case):
+    text, shown = UNSAFE_TEXT[case]
+    assert terminal_safe(text) == shown
+
+
+def test_terminal_safe_keeps_ordinary_text_and_other_scripts_as_they_are():
+    text = "ana.pérez: 'torch_version' is a required property — 名前 ñ \\x1b"
+    assert terminal_safe(text) == text
+
+
+def test_a_file_name_with_escape_sequences_is_printed_escaped(tmp_path):
+    inbox = tmp_path / "in"
+    inbox.mkdir()
+    (inbox / "bad\x1b[2J\x1b]0;owned\x07\r\u202e.json").write_bytes(b"not json")
+    status, printed = grade(inbox, "--out", tmp_path / "out", "--seed", SEED, "--quiet")
+    assert status == 0
+    assert "bad\\x1b[2J\\x1b]0;owned\\x07\\r\\u202e.json" in printed
+    assert not {"\x1b", "\x07", "\r", "\u202e"} & set(printed)
+
+
+def test_an_override_reason_is_echoed_escaped(tmp_path):
+    inbox, out = tmp_path / "in", tmp_path / "out"
+    inbox.mkdir()
+    write(inbox, "ana", document("ana", everything_right()[1:3]))
+    grade(inbox, "--out", out, "--seed", SEED, "--quiet")
+    reason = "appeal\x1b[31m accepted"
+    status, printed = grade("override", "--out", out, "ana", "pe-worked-example", "1",
+                            "--reason", reason)  # fmt: skip
+    assert status == 0 and "appeal\\x1b[31m accepted" in printed and "\x1b" not in printed

@@ -22,6 +22,7 @@ import secrets
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TextIO
 
 from course_lib.exercises import CodeExercise, UnknownExerciseError, get_exercise, list_exercises
 from course_lib.exercises.submission import SubmissionError, validate_student_id
@@ -31,6 +32,7 @@ from course_lib.grading.grader import STATUSES, Settings
 from course_lib.grading.inputs import find_submission_files
 from course_lib.grading.report import write_reports
 from course_lib.grading.sandbox import Limits, SandboxUnavailable
+from course_lib.grading.text import terminal_safe
 
 __all__ = ["main"]
 
@@ -223,6 +225,12 @@ def _settings(options: argparse.Namespace, seed: int) -> Settings:
     )
 
 
+def say(text: str, file: TextIO | None = None) -> None:
+    """Print one line; student-controlled text in it (file names, ids, messages, reasons)
+    cannot act on the terminal (see :func:`~course_lib.grading.text.terminal_safe`)."""
+    print(terminal_safe(text), file=file if file is not None else sys.stdout)
+
+
 def _count(number: int, noun: str) -> str:
     return f"{number} {noun}" + ("" if number == 1 else "s")
 
@@ -231,24 +239,24 @@ def _report(book: Gradebook, out: str, summary: Summary, seed: int, sandbox: str
     paths = write_reports(book, out)
     invalid = [f for f in summary.files if not f.valid]
     if summary.files:
-        print(
+        say(
             f"Read {_count(len(summary.files), 'file')} ({summary.new_files} new): "
             f"{len(summary.files) - len(invalid)} valid, {len(invalid)} invalid."
         )
     counts = ", ".join(f"{s} {summary.statuses[s]}" for s in STATUSES if summary.statuses[s])
     where = f"{_count(summary.workers, 'worker')} in the sandbox {sandbox}"
-    print(
+    say(
         f"Graded {_count(summary.graded, 'submission')} in {summary.seconds:.1f} s with seed "
         f"{seed} ({where if summary.workers else 'no code to run'}); "
         f"{_count(len(book.students()), 'student')} in the gradebook."
     )
     if counts:
-        print(f"Exercise results: {counts}.")
+        say(f"Exercise results: {counts}.")
     for record in invalid[:20]:
-        print(f"  invalid: {record.message}")
+        say(f"  invalid: {record.message}")
     if len(invalid) > 20:
-        print(f"  ... and {len(invalid) - 20} more invalid files (see {paths[1].name})")
-    print(f"Wrote {paths[0]} and {paths[1]}; the gradebook is {book.path}.")
+        say(f"  ... and {len(invalid) - 20} more invalid files (see {paths[1].name})")
+    say(f"Wrote {paths[0]} and {paths[1]}; the gradebook is {book.path}.")
 
 
 NO_SANDBOX = (
@@ -259,7 +267,7 @@ NO_SANDBOX = (
 
 def run_grade(options: argparse.Namespace) -> int:
     if options.sandbox == "none":
-        print(NO_SANDBOX, file=sys.stderr)
+        say(NO_SANDBOX, file=sys.stderr)
     _, missing = find_submission_files(options.submissions)
     if missing:
         raise UsageError("; ".join(missing))
@@ -282,7 +290,7 @@ def run_grade(options: argparse.Namespace) -> int:
 
 def run_regrade(options: argparse.Namespace) -> int:
     if options.sandbox == "none":
-        print(NO_SANDBOX, file=sys.stderr)
+        say(NO_SANDBOX, file=sys.stderr)
     with open_gradebook(options.out) as book:
         seed = choose_seed(book, options.seed, new_allowed=True)
         counted = {row["student_id"]: row["sha256"] for row in book.counted()}
@@ -337,15 +345,15 @@ def run_override(options: argparse.Namespace) -> int:
             if book.override(options.student, exercise.id) is None:
                 raise UsageError(f"{options.student} has no override for {exercise.id}")
             book.set_override(options.student, exercise.id, None, options.reason.strip())
-            print(f"Removed the override of {exercise.id} for {options.student}.")
+            say(f"Removed the override of {exercise.id} for {options.student}.")
         else:
             book.set_override(options.student, exercise.id, options.points, options.reason.strip())
-            print(
+            say(
                 f"{options.student}: {exercise.id} set to {options.points} of "
                 f"{exercise.points} points ({options.reason.strip()})."
             )
         paths = write_reports(book, options.out)
-        print(f"Wrote {paths[0]} and {paths[1]}.")
+        say(f"Wrote {paths[0]} and {paths[1]}.")
     return 0
 
 
@@ -360,8 +368,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return runner(options)
     except (UsageError, SandboxUnavailable) as error:
-        print(f"course-grade: error: {error}", file=sys.stderr)
+        say(f"course-grade: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("course-grade: interrupted; the submissions graded so far are kept", file=sys.stderr)
+        say("course-grade: interrupted; the submissions graded so far are kept", file=sys.stderr)
         return 130
