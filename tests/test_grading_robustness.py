@@ -9,13 +9,24 @@ The helpers that write submissions and run ``course-grade`` come from ``test_gra
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
-from test_grading import SEED, document, everything_right, grade, write
+from test_grading import (
+    EXERCISES,
+    SEED,
+    document,
+    encoding_doing,
+    everything_right,
+    grade,
+    results,
+    write,
+)
 
 from course_lib.grading.inputs import read_submission_file
 from course_lib.grading.text import terminal_safe
@@ -161,3 +172,129 @@ def test_an_override_reason_is_echoed_escaped(tmp_path):
     status, printed = grade("override", "--out", out, "ana", "pe-worked-example", "1",
                             "--reason", reason)  # fmt: skip
     assert status == 0 and "appeal\\x1b[31m accepted" in printed and "\x1b" not in printed
+
+
+# ----------------------------------------------------------------------------- stopped workers
+
+STOPPING = {
+    "stops-worker": "import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)",
+    "stops-worker-group": "import os, signal\nos.killpg(os.getpgid(os.getppid()), signal.SIGSTOP)",
+    "stops-everything": "import os, signal\nos.kill(-1, signal.SIGSTOP)",
+}
+
+
+@pytest.fixture(scope="module")
+def stopped(tmp_path_factory) -> dict:
+    """Submissions whose first code answer stops its worker, or itself; the second code
+    answer is right. Graded with a time limit of 4 s per exercise."""
+    root = tmp_path_factory.mktemp("stopped")
+    inbox, out = root / "in", root / "out"
+    inbox.mkdir()
+    rest = everything_right()[1:]
+    for student, body in STOPPING.items():
+        write(inbox, student, document(student, [encoding_doing(body), *rest]))
+    stops_itself = "import os, signal\nos.killpg(0, signal.SIGSTOP)"
+    write(inbox, "stops-itself", document("stops-itself", [encoding_doing(stops_itself), *rest]))
+    started = time.monotonic()
+    status, printed = grade(inbox, "--out", out, "--seed", SEED, "--timeout", 4, "--jobs", 2,
+                            "--quiet")  # fmt: skip
+    return {"status": status, "printed": printed, "results": results(out),
+            "seconds": time.monotonic() - started}  # fmt: skip
+
+
+@pytest.mark.parametrize("student", STOPPING)
+def test_a_worker_stopped_by_the_code_is_noticed_within_a_second_and_named(stopped, student):
+    row = stopped["results"][(student, "positional-encoding")]
+    assert stopped["status"] == 0, stopped["printed"]
+    assert row["status"] == "error" and row["points"] == 0
+    assert "stopped the grading process that ran it" in row["message"]
+    assert "SIGSTOP or another stop signal" in row["message"], row["message"]
+    assert row["seconds"] < 1.0  # the time limit is 4 s
+
+
+@pytest.mark.parametrize("student", STOPPING)
+def test_the_other_answers_of_a_submission_that_stopped_its_worker_are_graded(stopped, student):
+    graded = {e: stopped["results"][(student, e)]["status"] for e in EXERCISES[1:]}
+    assert graded == dict.fromkeys(EXERCISES[1:], "ok")
+
+
+def test_code_that_stops_itself_times_out_and_the_worker_goes_on(stopped):
+    row = stopped["results"][("stops-itself", "positional-encoding")]
+    assert row["status"] == "timeout" and "stopped after 4 s" in row["message"]
+    assert stopped["results"][("stops-itself", "pe-offset-rotation")]["status"] == "ok"
+
+
+# ----------------------------------------------------------------------------- no sandbox
+
+IDS = """
+import os
+w = os.getppid()
+print("ids", os.getpid(), os.getpgid(0), os.getsid(0), w, os.getpgid(w), os.getsid(w))
+"""
+LEAVES_A_SLEEPER = """
+import os, signal, subprocess
+subprocess.Popen(["sleep", "{seconds}"])
+os.kill(os.getppid(), signal.SIGSTOP)
+"""
+UNSANDBOXED = {
+    "ids": IDS,
+    "kills-own-group": "import os, signal\nos.kill(0, signal.SIGKILL)",
+    "kills-worker-group": "import os, signal\nos.killpg(os.getpgid(os.getppid()), signal.SIGKILL)",
+}
+
+
+@pytest.fixture(scope="module")
+def unsandboxed(tmp_path_factory) -> dict:
+    """Answers graded with ``--sandbox none`` (in this process: the grader is pytest)."""
+    root = tmp_path_factory.mktemp("unsandboxed")
+    inbox, out = root / "in", root / "out"
+    inbox.mkdir()
+    for student, body in UNSANDBOXED.items():
+        write(inbox, student, document(student, [encoding_doing(body)]))
+    seconds = f"600.{os.getpid()}{time.monotonic_ns() % 10**6}"  # a unique sleep to find
+    leaves = LEAVES_A_SLEEPER.format(seconds=seconds)
+    write(inbox, "stops-worker", document("stops-worker", [encoding_doing(leaves)]))
+    status, printed = grade(inbox, "--out", out, "--seed", SEED, "--sandbox", "none",
+                            "--jobs", 2, "--quiet")  # fmt: skip
+    return {"status": status, "printed": printed, "results": results(out), "sleep": seconds}
+
+
+def test_without_a_sandbox_each_worker_has_its_own_session_and_each_answer_its_own_group(
+    unsandboxed,
+):
+    output = unsandboxed["results"][("ids", "positional-encoding")]["output"]
+    child, group, session, worker, worker_group, worker_session = map(
+        int, output.split("ids ")[1].split()[:6]
+    )
+    assert worker_session == worker_group == worker  # a session and group of its own
+    assert group == child and session == worker  # the answer: its own group, in that session
+    assert session != os.getsid(0) and group != os.getpgid(0)  # not the grader's
+
+
+@pytest.mark.parametrize(
+    ("student", "message"),
+    [
+        ("kills-own-group", "the process running the code ended (killed by SIGKILL)"),
+        ("kills-worker-group", "the code stopped the grading process that ran it"),
+    ],
+)
+def test_without_a_sandbox_an_answer_killing_its_group_or_its_workers_is_recorded_truly(
+    unsandboxed, student, message
+):
+    assert unsandboxed["status"] == 0, unsandboxed["printed"]
+    row = unsandboxed["results"][(student, "positional-encoding")]
+    assert row["status"] == "error" and message in row["message"], row["message"]
+
+
+def test_without_a_sandbox_a_stopped_worker_is_replaced_with_every_process_of_its_session(
+    unsandboxed,
+):
+    row = unsandboxed["results"][("stops-worker", "positional-encoding")]
+    assert "SIGSTOP or another stop signal" in row["message"]
+    sleeping = []
+    for entry in os.listdir("/proc"):
+        with contextlib.suppress(OSError):
+            command = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            if command[:2] == [b"sleep", unsandboxed["sleep"].encode()]:
+                sleeping.append(entry)
+    assert sleeping == []
