@@ -13,6 +13,8 @@ import contextlib
 import os
 import socket
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -222,6 +224,35 @@ def test_code_that_stops_itself_times_out_and_the_worker_goes_on(stopped):
     row = stopped["results"][("stops-itself", "positional-encoding")]
     assert row["status"] == "timeout" and "stopped after 4 s" in row["message"]
     assert stopped["results"][("stops-itself", "pe-offset-rotation")]["status"] == "ok"
+
+
+# ----------------------------------------------------------------------------- killed graders
+
+
+def start_grading(inbox: Path, out: Path, *options: object) -> subprocess.Popen:
+    """``course-grade`` in a process of its own (so that a test can kill it), progress on
+    standard error."""
+    command = [sys.executable, "-m", "course_lib.grading", inbox, "--out", out, "--seed", SEED,
+               "--jobs", 1, *options]  # fmt: skip
+    return subprocess.Popen([str(c) for c in command], stderr=subprocess.PIPE, text=True)
+
+
+def test_each_submission_is_committed_as_it_finishes_so_a_killed_run_keeps_them(tmp_path):
+    inbox, out = tmp_path / "in", tmp_path / "out"
+    inbox.mkdir()
+    students = [f"s{i}" for i in range(8)]
+    for student in students:
+        write(inbox, student, document(student, everything_right()[:2]))
+    grading = start_grading(inbox, out)
+    line = ""
+    while not line.startswith("grading 3/8"):  # a line per submission graded
+        line = grading.stderr.readline()
+        assert line, "course-grade ended before grading 3 submissions"
+    grading.kill()
+    grading.wait()
+    graded = {student for (student, _) in results(out)}
+    assert 3 <= len(graded) < len(students)
+    assert len(results(out)) == 2 * len(graded)  # each graded submission has all its results
 
 
 # ----------------------------------------------------------------------------- no sandbox
