@@ -30,6 +30,7 @@ from test_grading import (
     write,
 )
 
+from course_lib.grading.gradebook import Gradebook
 from course_lib.grading.inputs import read_submission_file
 from course_lib.grading.text import terminal_safe
 
@@ -237,6 +238,24 @@ def start_grading(inbox: Path, out: Path, *options: object) -> subprocess.Popen:
     return subprocess.Popen([str(c) for c in command], stderr=subprocess.PIPE, text=True)
 
 
+def wait_until(condition, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "waited in vain"
+        time.sleep(0.05)
+
+
+def marks(out: Path) -> list[tuple[str, str]]:
+    """The gradebook's marks of code in progress: (sha256, exercise id)."""
+    path = out / "gradebook.sqlite"
+    if not path.exists():
+        return []
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)) as db:
+        with contextlib.suppress(sqlite3.OperationalError):  # no such table yet
+            return db.execute("SELECT sha256, exercise_id FROM in_progress").fetchall()
+    return []
+
+
 def test_each_submission_is_committed_as_it_finishes_so_a_killed_run_keeps_them(tmp_path):
     inbox, out = tmp_path / "in", tmp_path / "out"
     inbox.mkdir()
@@ -253,6 +272,54 @@ def test_each_submission_is_committed_as_it_finishes_so_a_killed_run_keeps_them(
     graded = {student for (student, _) in results(out)}
     assert 3 <= len(graded) < len(students)
     assert len(results(out)) == 2 * len(graded)  # each graded submission has all its results
+
+
+def test_an_answer_running_when_the_grader_was_killed_is_recorded_and_not_run_again(tmp_path):
+    inbox, out = tmp_path / "in", tmp_path / "out"
+    inbox.mkdir()
+    write(inbox, "ana", document("ana", everything_right()))
+    killer = document("killer", [encoding_doing("import time\ntime.sleep(600)"),
+                                 *everything_right()[1:]])  # fmt: skip
+    sha = read_submission_file(write(inbox, "killer", killer)).sha256
+    grading = start_grading(inbox, out, "--quiet", "--timeout", 60)
+    wait_until(lambda: (sha, "positional-encoding") in marks(out))
+    grading.kill()  # as the answer could do without a sandbox
+    grading.wait()
+    started = time.monotonic()
+    status, printed = grade(inbox, "--out", out, "--quiet")
+    assert status == 0, printed
+    assert time.monotonic() - started < 30  # the answer did not sleep again
+    row = results(out)[("killer", "positional-encoding")]
+    assert (row["status"], row["points"]) == ("error", 0)
+    assert row["message"].startswith("the code killed or stopped the grader")
+    assert "not run again: killer positional-encoding" in printed
+    others = {e: results(out)[("killer", e)]["status"] for e in EXERCISES[1:]}
+    assert others == dict.fromkeys(EXERCISES[1:], "ok")
+    assert results(out)[("ana", "positional-encoding")]["status"] == "ok"
+    assert marks(out) == []
+
+
+def test_ctrl_c_removes_the_marks_so_the_next_run_grades_the_answers_normally(
+    tmp_path, monkeypatch
+):
+    inbox, out = tmp_path / "in", tmp_path / "out"
+    inbox.mkdir()
+    for student in ("ana", "ben"):
+        write(inbox, student, document(student, everything_right()[:1]))
+    marked = []
+
+    def interrupt(book, *args, **kwargs):
+        marked.extend(book.running_marks())
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Gradebook, "save_grades", interrupt)
+    status, printed = grade(inbox, "--out", out, "--seed", SEED, "--quiet")
+    monkeypatch.undo()
+    assert status == 130 and marked, printed  # interrupted while an answer was marked
+    assert marks(out) == []
+    status, printed = grade(inbox, "--out", out, "--quiet")
+    assert status == 0 and "not run again" not in printed
+    assert {row["status"] for row in results(out).values()} == {"ok"}
 
 
 # ----------------------------------------------------------------------------- no sandbox

@@ -252,11 +252,25 @@ def _report(book: Gradebook, out: str, summary: Summary, seed: int, sandbox: str
     )
     if counts:
         say(f"Exercise results: {counts}.")
+    _report_spared(book, out, summary)
     for record in invalid[:20]:
         say(f"  invalid: {record.message}")
     if len(invalid) > 20:
         say(f"  ... and {len(invalid) - 20} more invalid files (see {paths[1].name})")
     say(f"Wrote {paths[0]} and {paths[1]}; the gradebook is {book.path}.")
+
+
+def _report_spared(book: Gradebook, out: str, summary: Summary) -> None:
+    """Say which answers were not run because an earlier run was killed while they ran."""
+    if not summary.spared:
+        return
+    say(
+        f"{_count(len(summary.spared), 'answer')} not run again: an earlier run of course-grade "
+        "was killed or stopped while it ran, so it is recorded as an error. If you ended that "
+        f"run yourself (kill -9), run it again with: course-grade regrade --out {out} STUDENT"
+    )
+    for sha, exercise_id in summary.spared:
+        say(f"  not run again: {book.document(sha)['student_id']} {exercise_id}")
 
 
 NO_SANDBOX = (

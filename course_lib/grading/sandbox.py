@@ -519,6 +519,10 @@ class Worker:
         return outcomes
 
 
+class _Closed(Exception):
+    """The pool was closed while a thread was driving a worker: the thread stops."""
+
+
 class WorkerPool:
     """``size`` workers, started on first use, each driven by a thread of the grader."""
 
@@ -526,9 +530,17 @@ class WorkerPool:
         if size < 1:
             raise ValueError(f"at least one worker is needed, got {size}")
         self.workers = [Worker(sandbox, index) for index in range(size)]
+        self.closed = threading.Event()
 
-    def run(self, jobs: list[Job], done: Callable[[Job, list[dict[str, Any]]], None]) -> None:
-        """Run every job; call ``done(job, outcomes)`` in this thread as each one finishes.
+    def run(
+        self,
+        jobs: list[Job],
+        done: Callable[[Job, list[dict[str, Any]]], None],
+        starting: Callable[[Job, int], None] | None = None,
+    ) -> None:
+        """Run every job; call ``done(job, outcomes)`` in this thread as each one finishes,
+        and ``starting(job, index)``, also in this thread, before task ``index`` of a job is
+        sent to a worker (the task waits until it returns).
 
         Raises:
             SandboxUnavailable: a worker could not start (the jobs not done yet stay undone).
@@ -538,18 +550,32 @@ class WorkerPool:
         todo: queue.Queue = queue.Queue()
         for job in jobs:
             todo.put(job)
-        finished: queue.Queue = queue.Queue()
+        events: queue.Queue = queue.Queue()
+
+        def announce(job: Job, index: int) -> None:
+            """In a driving thread: have ``starting`` called, and wait until it was."""
+            if self.closed.is_set():
+                raise _Closed
+            if starting is None:
+                return
+            called = threading.Event()
+            events.put(("starting", job, (index, called)))
+            while not called.wait(STOP_CHECK):
+                if self.closed.is_set():
+                    raise _Closed
 
         def drive(worker: Worker) -> None:
-            while True:
+            while not self.closed.is_set():
                 try:
                     job = todo.get_nowait()
                 except queue.Empty:
                     return
                 try:
-                    outcomes = worker.run(job)
+                    outcomes = worker.run(job, lambda index, job=job: announce(job, index))
+                except _Closed:
+                    return
                 except WorkerFailure as error:  # no worker: nothing more can be graded
-                    finished.put((None, error))
+                    events.put(("failed", None, error))
                     return
                 except Exception as error:  # never lose a job: report it as the grader's fault
                     outcomes = [
@@ -560,7 +586,7 @@ class WorkerPool:
                             "exit": f"{type(error).__name__}: {error}",
                         }
                     ] * len(job.tasks)
-                finished.put((job, outcomes))
+                events.put(("done", job, outcomes))
 
         threads = [
             threading.Thread(target=drive, args=(worker,), daemon=True)
@@ -568,18 +594,27 @@ class WorkerPool:
         ]
         for thread in threads:
             thread.start()
-        for _ in jobs:
-            job, outcomes = finished.get()
-            if job is None:
+        unfinished = len(jobs)
+        while unfinished:
+            kind, job, detail = events.get()
+            if kind == "failed":
                 raise SandboxUnavailable(
-                    f"{outcomes}. The submissions graded so far are kept; once the problem is "
+                    f"{detail}. The submissions graded so far are kept; once the problem is "
                     "fixed, run the command again to grade the rest."
                 )
-            done(job, outcomes)
+            if kind == "starting":
+                index, called = detail
+                assert starting is not None
+                starting(job, index)
+                called.set()
+            else:
+                done(job, detail)
+                unfinished -= 1
         for thread in threads:
             thread.join()
 
     def close(self) -> None:
+        self.closed.set()
         for worker in self.workers:
             worker.stop()
 
