@@ -226,38 +226,14 @@ def _settings(options: argparse.Namespace, seed: int) -> Settings:
 
 
 def say(text: str, file: TextIO | None = None) -> None:
-    """Print one line; student-controlled text in it (file names, ids, messages, reasons)
-    cannot act on the terminal (see :func:`~course_lib.grading.text.terminal_safe`)."""
+    """Print one line that holds student-controlled text (file names, ids, messages, override
+    reasons), which cannot act on the terminal (see
+    :func:`~course_lib.grading.text.terminal_safe`). Lines of the grader's own use print."""
     print(terminal_safe(text), file=file if file is not None else sys.stdout)
 
 
 def _count(number: int, noun: str) -> str:
     return f"{number} {noun}" + ("" if number == 1 else "s")
-
-
-def _report(book: Gradebook, out: str, summary: Summary, seed: int, sandbox: str) -> None:
-    paths = write_reports(book, out)
-    invalid = [f for f in summary.files if not f.valid]
-    if summary.files:
-        say(
-            f"Read {_count(len(summary.files), 'file')} ({summary.new_files} new): "
-            f"{len(summary.files) - len(invalid)} valid, {len(invalid)} invalid."
-        )
-    counts = ", ".join(f"{s} {summary.statuses[s]}" for s in STATUSES if summary.statuses[s])
-    where = f"{_count(summary.workers, 'worker')} in the sandbox {sandbox}"
-    say(
-        f"Graded {_count(summary.graded, 'submission')} in {summary.seconds:.1f} s with seed "
-        f"{seed} ({where if summary.workers else 'no code to run'}); "
-        f"{_count(len(book.students()), 'student')} in the gradebook."
-    )
-    if counts:
-        say(f"Exercise results: {counts}.")
-    _report_spared(book, out, summary)
-    for record in invalid[:20]:
-        say(f"  invalid: {record.message}")
-    if len(invalid) > 20:
-        say(f"  ... and {len(invalid) - 20} more invalid files (see {paths[1].name})")
-    say(f"Wrote {paths[0]} and {paths[1]}; the gradebook is {book.path}.")
 
 
 def _report_spared(book: Gradebook, out: str, summary: Summary) -> None:
@@ -273,6 +249,31 @@ def _report_spared(book: Gradebook, out: str, summary: Summary) -> None:
         say(f"  not run again: {book.document(sha)['student_id']} {exercise_id}")
 
 
+def _report(book: Gradebook, out: str, summary: Summary, seed: int, sandbox: str) -> None:
+    paths = write_reports(book, out)
+    invalid = [f for f in summary.files if not f.valid]
+    if summary.files:
+        print(
+            f"Read {_count(len(summary.files), 'file')} ({summary.new_files} new): "
+            f"{len(summary.files) - len(invalid)} valid, {len(invalid)} invalid."
+        )
+    counts = ", ".join(f"{s} {summary.statuses[s]}" for s in STATUSES if summary.statuses[s])
+    where = f"{_count(summary.workers, 'worker')} in the sandbox {sandbox}"
+    print(
+        f"Graded {_count(summary.graded, 'submission')} in {summary.seconds:.1f} s with seed "
+        f"{seed} ({where if summary.workers else 'no code to run'}); "
+        f"{_count(len(book.students()), 'student')} in the gradebook."
+    )
+    if counts:
+        print(f"Exercise results: {counts}.")
+    _report_spared(book, out, summary)
+    for record in invalid[:20]:
+        say(f"  invalid: {record.message}")
+    if len(invalid) > 20:
+        print(f"  ... and {len(invalid) - 20} more invalid files (see {paths[1].name})")
+    print(f"Wrote {paths[0]} and {paths[1]}; the gradebook is {book.path}.")
+
+
 NO_SANDBOX = (
     "course-grade: warning: --sandbox none: students' code runs without bubblewrap and can "
     "read what your account can read; use it for code you trust"
@@ -281,7 +282,7 @@ NO_SANDBOX = (
 
 def run_grade(options: argparse.Namespace) -> int:
     if options.sandbox == "none":
-        say(NO_SANDBOX, file=sys.stderr)
+        print(NO_SANDBOX, file=sys.stderr)
     _, missing = find_submission_files(options.submissions)
     if missing:
         raise UsageError("; ".join(missing))
@@ -304,7 +305,7 @@ def run_grade(options: argparse.Namespace) -> int:
 
 def run_regrade(options: argparse.Namespace) -> int:
     if options.sandbox == "none":
-        say(NO_SANDBOX, file=sys.stderr)
+        print(NO_SANDBOX, file=sys.stderr)
     with open_gradebook(options.out) as book:
         seed = choose_seed(book, options.seed, new_allowed=True)
         counted = {row["student_id"]: row["sha256"] for row in book.counted()}
@@ -367,7 +368,7 @@ def run_override(options: argparse.Namespace) -> int:
                 f"{exercise.points} points ({options.reason.strip()})."
             )
         paths = write_reports(book, options.out)
-        say(f"Wrote {paths[0]} and {paths[1]}.")
+        print(f"Wrote {paths[0]} and {paths[1]}.")
     return 0
 
 
@@ -385,5 +386,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(f"course-grade: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        say("course-grade: interrupted; the submissions graded so far are kept", file=sys.stderr)
+        print("course-grade: interrupted; the submissions graded so far are kept", file=sys.stderr)
         return 130

@@ -143,6 +143,8 @@ LEFT JOIN overrides AS o ON o.student_id = s.student_id AND o.exercise_id = e.id
 """
 
 
+# The marks of code in progress (course_lib.grading.inprogress): a table of their own, created
+# in any gradebook format, apart from SCHEMA and its views.
 IN_PROGRESS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS in_progress (
     sha256 TEXT NOT NULL REFERENCES submissions (sha256),
@@ -180,12 +182,12 @@ class Gradebook:
                 f"this one reads format {FORMAT_VERSION}"
             )
         try:
-            schema = SCHEMA + IN_PROGRESS_SCHEMA
             self.db.executescript(
-                f"BEGIN IMMEDIATE;\n{schema}\nPRAGMA user_version = {FORMAT_VERSION};\nCOMMIT;"
+                f"BEGIN IMMEDIATE;\n{SCHEMA}\nPRAGMA user_version = {FORMAT_VERSION};\nCOMMIT;"
             )
         except sqlite3.DatabaseError as error:
             raise GradebookError(f"{self.path} cannot be used as a gradebook ({error})") from None
+        self.db.executescript(IN_PROGRESS_SCHEMA)  # kept apart from SCHEMA: see its comment
 
     def close(self) -> None:
         self.db.close()
