@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -32,6 +33,7 @@ from test_grading import (
 
 from course_lib.grading.gradebook import Gradebook
 from course_lib.grading.inputs import read_submission_file
+from course_lib.grading.sandbox import _descendants
 from course_lib.grading.text import terminal_safe
 
 # ----------------------------------------------------------------------------- unreadable files
@@ -238,6 +240,21 @@ def start_grading(inbox: Path, out: Path, *options: object) -> subprocess.Popen:
     return subprocess.Popen([str(c) for c in command], stderr=subprocess.PIPE, text=True)
 
 
+def kill(grading: subprocess.Popen) -> list[int]:
+    """Kill ``course-grade`` with SIGKILL, as an answer could; return the processes it had
+    started (its workers), which it could not stop."""
+    orphans = _descendants(grading.pid)[1:]
+    grading.kill()
+    grading.wait()
+    return orphans
+
+
+def end(processes: list[int]) -> None:
+    for pid in processes:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
 def wait_until(condition, seconds: float = 60.0) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
@@ -267,8 +284,7 @@ def test_each_submission_is_committed_as_it_finishes_so_a_killed_run_keeps_them(
     while not line.startswith("grading 3/8"):  # a line per submission graded
         line = grading.stderr.readline()
         assert line, "course-grade ended before grading 3 submissions"
-    grading.kill()
-    grading.wait()
+    end(kill(grading))
     graded = {student for (student, _) in results(out)}
     assert 3 <= len(graded) < len(students)
     assert len(results(out)) == 2 * len(graded)  # each graded submission has all its results
@@ -283,10 +299,10 @@ def test_an_answer_running_when_the_grader_was_killed_is_recorded_and_not_run_ag
     sha = read_submission_file(write(inbox, "killer", killer)).sha256
     grading = start_grading(inbox, out, "--quiet", "--timeout", 60)
     wait_until(lambda: (sha, "positional-encoding") in marks(out))
-    grading.kill()  # as the answer could do without a sandbox
-    grading.wait()
+    orphans = kill(grading)  # as the answer could do without a sandbox
     started = time.monotonic()
     status, printed = grade(inbox, "--out", out, "--quiet")
+    end(orphans)
     assert status == 0, printed
     assert time.monotonic() - started < 30  # the answer did not sleep again
     row = results(out)[("killer", "positional-encoding")]
