@@ -32,6 +32,7 @@ from test_grading import (
 )
 
 from course_lib.grading.gradebook import Gradebook
+from course_lib.grading.inprogress import run_is_gone
 from course_lib.grading.inputs import read_submission_file
 from course_lib.grading.sandbox import _descendants
 from course_lib.grading.text import terminal_safe
@@ -336,6 +337,16 @@ def test_ctrl_c_removes_the_marks_so_the_next_run_grades_the_answers_normally(
     status, printed = grade(inbox, "--out", out, "--quiet")
     assert status == 0 and "not run again" not in printed
     assert {row["status"] for row in results(out).values()} == {"ok"}
+
+
+def test_a_run_is_gone_when_its_process_is_gone_not_while_it_runs():
+    program = "from course_lib.grading.inprogress import this_run; print(this_run(), flush=True)"
+    other = subprocess.Popen([sys.executable, "-c", f"{program}; input()"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    run = other.stdout.readline().strip()
+    assert not run_is_gone(run)  # another grader, still running: its marks are its own
+    other.communicate("")
+    assert run_is_gone(run)
 
 
 # ----------------------------------------------------------------------------- no sandbox

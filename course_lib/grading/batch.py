@@ -10,7 +10,7 @@ Rules (the instructors' guide states them for people):
   adding files grades only what they change.
 - **Never loses a result.** Each submission's results are committed as soon as it is graded;
   an interrupted run keeps them and the next run grades the rest.
-- **Never runs a grader-killer twice.** Before each code answer runs, the gradebook records
+- **A grader-killer is not run again.** Before each code answer runs, the gradebook records
   that it is in progress (:mod:`~course_lib.grading.inprogress`); an answer that was running
   when an earlier run was killed is graded ``error`` without running it again.
 """

@@ -75,7 +75,6 @@ class InProgress:
     def __init__(self, book: Gradebook) -> None:
         self.book = book
         self.run = this_run()
-        _ACTIVE.add(self.run)
         self.killed: dict[str, set[str]] = {}
         for row in book.running_marks():
             if run_is_gone(row["run"]):
@@ -100,6 +99,7 @@ class InProgress:
 
     def starting(self, sha256: str, exercise_id: str) -> None:
         """Record (committed) that this run is about to run ``exercise_id`` of ``sha256``."""
+        _ACTIVE.add(self.run)
         self.book.mark_running(sha256, exercise_id, self.run)
 
     def close(self) -> None:
