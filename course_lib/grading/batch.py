@@ -10,6 +10,9 @@ Rules (the instructors' guide states them for people):
   adding files grades only what they change.
 - **Never loses a result.** Each submission's results are committed as soon as it is graded;
   an interrupted run keeps them and the next run grades the rest.
+- **A grader-killer is not run again.** Before each code answer runs, the gradebook records
+  that it is in progress (:mod:`~course_lib.grading.inprogress`); an answer that was running
+  when an earlier run was killed is graded ``error`` without running it again.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from course_lib.exercises import list_exercises
 from course_lib.grading._progress import ProgressBar
 from course_lib.grading.gradebook import Gradebook
 from course_lib.grading.grader import Grade, Grader, Plan, Settings
+from course_lib.grading.inprogress import InProgress
 from course_lib.grading.inputs import SubmissionFile, find_submission_files, read_submission_file
 from course_lib.grading.sandbox import Job, Sandbox, WorkerPool
 
@@ -41,6 +45,7 @@ class Summary:
     statuses: collections.Counter = field(default_factory=collections.Counter)
     seconds: float = 0.0
     workers: int = 0
+    spared: list[tuple[str, str]] = field(default_factory=list)  # (sha256, exercise id)
 
 
 def add_files(book: Gradebook, paths: Iterable[str | Path]) -> tuple[Summary, list[str]]:
@@ -87,7 +92,9 @@ def grade_pending(
     todo = [
         row["sha256"] for row in book.counted() if not book.is_graded(row["sha256"], settings.seed)
     ]
-    plans = {sha: _plan(grader, book.document(sha)) for sha in todo}
+    marks = InProgress(book)
+    plans = {sha: marks.spare(sha, _plan(grader, book.document(sha))) for sha in todo}
+    summary.spared = marks.spared
     work = [
         job
         for sha, plan in plans.items()
@@ -117,10 +124,14 @@ def grade_pending(
                 ]
                 save(job.key, plan.grades + ran)
 
+            def starting(job: Job, index: int) -> None:
+                marks.starting(job.key, plans[job.key].exercises[index].id)
+
             summary.workers = min(jobs, len(work))
             with WorkerPool(sandbox, summary.workers) as pool:
-                pool.run(work, done)
+                pool.run(work, done, starting)
     finally:
+        marks.close()
         bar.close()
     summary.seconds = time.monotonic() - started
     return summary

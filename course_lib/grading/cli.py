@@ -22,6 +22,7 @@ import secrets
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TextIO
 
 from course_lib.exercises import CodeExercise, UnknownExerciseError, get_exercise, list_exercises
 from course_lib.exercises.submission import SubmissionError, validate_student_id
@@ -31,6 +32,7 @@ from course_lib.grading.grader import STATUSES, Settings
 from course_lib.grading.inputs import find_submission_files
 from course_lib.grading.report import write_reports
 from course_lib.grading.sandbox import Limits, SandboxUnavailable
+from course_lib.grading.text import terminal_safe
 
 __all__ = ["main"]
 
@@ -223,8 +225,28 @@ def _settings(options: argparse.Namespace, seed: int) -> Settings:
     )
 
 
+def say(text: str, file: TextIO | None = None) -> None:
+    """Print one line that holds student-controlled text (file names, ids, messages, override
+    reasons), which cannot act on the terminal (see
+    :func:`~course_lib.grading.text.terminal_safe`). Lines of the grader's own use print."""
+    print(terminal_safe(text), file=file if file is not None else sys.stdout)
+
+
 def _count(number: int, noun: str) -> str:
     return f"{number} {noun}" + ("" if number == 1 else "s")
+
+
+def _report_spared(book: Gradebook, out: str, summary: Summary) -> None:
+    """Say which answers were not run because an earlier run was killed while they ran."""
+    if not summary.spared:
+        return
+    say(
+        f"{_count(len(summary.spared), 'answer')} not run again: an earlier run of course-grade "
+        "was killed or stopped while it ran, so it is recorded as an error. If you ended that "
+        f"run yourself (kill -9), run it again with: course-grade regrade --out {out} STUDENT"
+    )
+    for sha, exercise_id in summary.spared:
+        say(f"  not run again: {book.document(sha)['student_id']} {exercise_id}")
 
 
 def _report(book: Gradebook, out: str, summary: Summary, seed: int, sandbox: str) -> None:
@@ -244,8 +266,9 @@ def _report(book: Gradebook, out: str, summary: Summary, seed: int, sandbox: str
     )
     if counts:
         print(f"Exercise results: {counts}.")
+    _report_spared(book, out, summary)
     for record in invalid[:20]:
-        print(f"  invalid: {record.message}")
+        say(f"  invalid: {record.message}")
     if len(invalid) > 20:
         print(f"  ... and {len(invalid) - 20} more invalid files (see {paths[1].name})")
     print(f"Wrote {paths[0]} and {paths[1]}; the gradebook is {book.path}.")
@@ -337,10 +360,10 @@ def run_override(options: argparse.Namespace) -> int:
             if book.override(options.student, exercise.id) is None:
                 raise UsageError(f"{options.student} has no override for {exercise.id}")
             book.set_override(options.student, exercise.id, None, options.reason.strip())
-            print(f"Removed the override of {exercise.id} for {options.student}.")
+            say(f"Removed the override of {exercise.id} for {options.student}.")
         else:
             book.set_override(options.student, exercise.id, options.points, options.reason.strip())
-            print(
+            say(
                 f"{options.student}: {exercise.id} set to {options.points} of "
                 f"{exercise.points} points ({options.reason.strip()})."
             )
@@ -360,7 +383,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return runner(options)
     except (UsageError, SandboxUnavailable) as error:
-        print(f"course-grade: error: {error}", file=sys.stderr)
+        say(f"course-grade: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("course-grade: interrupted; the submissions graded so far are kept", file=sys.stderr)

@@ -15,6 +15,10 @@ Tables (see the instructors' guide for queries):
   ``timeout``, ``error``, ``invalid``), points, message, the checks, printed output.
 - ``overrides``: points an instructor set by hand for a student and an exercise, with the
   reason; ``override_log`` keeps every change.
+- ``in_progress``: the code answer each run of the grader is running (submission, exercise,
+  run), committed before it runs and removed when its results are saved or the run ends;
+  a mark left by a run that is gone names the answer that was running when it was killed
+  (:mod:`course_lib.grading.inprogress`).
 
 Views:
 
@@ -139,6 +143,19 @@ LEFT JOIN overrides AS o ON o.student_id = s.student_id AND o.exercise_id = e.id
 """
 
 
+# The marks of code in progress (course_lib.grading.inprogress): a table of their own, created
+# in any gradebook format, apart from SCHEMA and its views.
+IN_PROGRESS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS in_progress (
+    sha256 TEXT NOT NULL REFERENCES submissions (sha256),
+    run TEXT NOT NULL,
+    exercise_id TEXT NOT NULL,
+    started_utc TEXT NOT NULL,
+    PRIMARY KEY (sha256, run)
+);
+"""
+
+
 class GradebookError(RuntimeError):
     """The gradebook cannot be used as asked; the message says why."""
 
@@ -170,6 +187,7 @@ class Gradebook:
             )
         except sqlite3.DatabaseError as error:
             raise GradebookError(f"{self.path} cannot be used as a gradebook ({error})") from None
+        self.db.executescript(IN_PROGRESS_SCHEMA)  # kept apart from SCHEMA: see its comment
 
     def close(self) -> None:
         self.db.close()
@@ -264,8 +282,10 @@ class Gradebook:
         return row is not None
 
     def save_grades(self, sha256: str, grades: Iterable[Grade], seed: int) -> None:
-        """Replace the results of a submission with ``grades``, marking it graded."""
+        """Replace the results of a submission with ``grades``, marking it graded (and no
+        longer in progress)."""
         with self.transaction():
+            self.db.execute("DELETE FROM in_progress WHERE sha256 = ?", (sha256,))
             self.db.execute("DELETE FROM results WHERE sha256 = ?", (sha256,))
             self.db.executemany(
                 "INSERT INTO results (sha256, exercise_id, status, points, max_points, message, "
@@ -309,6 +329,28 @@ class Gradebook:
             "JOIN submission_files f USING (sha256) WHERE s.status = 'invalid' "
             "GROUP BY s.sha256 ORDER BY path"
         ).fetchall()
+
+    # ----------------------------------------------------------------- code in progress
+
+    def mark_running(self, sha256: str, exercise_id: str, run: str) -> None:
+        """Record (committed) that run ``run`` is about to run ``exercise_id`` of a
+        submission; it replaces the run's earlier mark for that submission."""
+        with self.transaction():
+            self.db.execute(
+                "INSERT INTO in_progress (sha256, run, exercise_id, started_utc) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (sha256, run) DO UPDATE SET "
+                "exercise_id = excluded.exercise_id, started_utc = excluded.started_utc",
+                (sha256, run, exercise_id, utc_now()),
+            )
+
+    def running_marks(self) -> list[sqlite3.Row]:
+        """Every mark of code in progress (sha256, run, exercise_id, started_utc)."""
+        return self.db.execute("SELECT * FROM in_progress ORDER BY started_utc").fetchall()
+
+    def clear_running(self, run: str) -> None:
+        """Remove the marks of run ``run``."""
+        with self.transaction():
+            self.db.execute("DELETE FROM in_progress WHERE run = ?", (run,))
 
     # ----------------------------------------------------------------- overrides
 

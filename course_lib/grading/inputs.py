@@ -5,11 +5,16 @@ submission schema, its version and its checksum) or invalid with a message sayin
 here raises for a bad file, so one broken file never stops a batch.
 
 A file is known by the SHA-256 of its bytes, computed here: the gradebook keys submissions by
-it, so reading the same file again (from another folder, or in a second run) adds nothing.
+it, so reading the same file again (from another folder, or in a second run) adds nothing. A
+path that gives no bytes (a FIFO, a device, an empty file, a dangling link, no permission) is
+known by its absolute path and the reason instead, so each such path has a row of its own
+with its own reason, and reading it again adds nothing either.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import os
 import re
@@ -93,18 +98,71 @@ def normalise_utc(text: str) -> str:
     return f"{match[1]}.{(match[2] or '').ljust(6, '0')}Z"
 
 
+class Unreadable(Exception):
+    """A path that gives no bytes to read; the message says why, in a few words."""
+
+
+UNREADABLE_KINDS = {
+    stat.S_IFIFO: "a FIFO (named pipe), not a regular file",
+    stat.S_IFCHR: "a character device, not a regular file",
+    stat.S_IFBLK: "a block device, not a regular file",
+    stat.S_IFSOCK: "a socket, not a regular file",
+    stat.S_IFDIR: "a folder, not a regular file",
+}
+
+
+def _open_error(path: Path, error: OSError) -> str:
+    """Why ``path`` could not be opened, in words (a dangling link says where it leads)."""
+    if error.errno == errno.ENOENT and path.is_symlink():
+        try:
+            return f"a link to a missing file ({os.readlink(path)})"
+        except OSError:
+            return "a link to a missing file"
+    if error.errno == errno.ELOOP:
+        return "a link that leads back to itself (too many levels of links)"
+    if error.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    with contextlib.suppress(OSError):
+        kind = stat.S_IFMT(os.stat(path).st_mode)
+        if kind in UNREADABLE_KINDS:  # a socket, or a device with no driver (ENXIO)
+            return UNREADABLE_KINDS[kind]
+    if error.errno == errno.ENOENT:
+        return "no such file (removed while it was being read?)"
+    return error.strerror or str(error)
+
+
 def _read_bytes(path: Path) -> tuple[bytes, int]:
     """At most one byte more than a submission may have, and the file's size. Only regular
-    files are read (a FIFO or a device is refused, not waited on)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    files are read (a FIFO or a device is refused, not waited on).
+
+    Raises:
+        Unreadable: the path gives nothing to read (not a regular file, empty, a dangling
+            link, no permission...).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as error:
+        raise Unreadable(_open_error(path, error)) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise SubmissionError(f"{path}: not a regular file")
+            kind = stat.S_IFMT(info.st_mode)
+            raise Unreadable(UNREADABLE_KINDS.get(kind, f"not a regular file (type {kind:o})"))
         with os.fdopen(os.dup(fd), "rb") as stream:
-            return stream.read(MAX_SUBMISSION_BYTES + 1), info.st_size
+            content = stream.read(MAX_SUBMISSION_BYTES + 1)
+    except OSError as error:
+        raise Unreadable(error.strerror or str(error)) from None
     finally:
         os.close(fd)
+    if not content:
+        raise Unreadable("an empty file (0 bytes)")
+    return content, info.st_size
+
+
+def unreadable_key(path: Path, reason: str) -> str:
+    """The gradebook key of a path that could not be read: one per path and reason (the same
+    path read again is the same row; two unreadable paths are two rows)."""
+    return hashlib.sha256(f"unreadable:{os.path.abspath(path)}:{reason}".encode()).hexdigest()
 
 
 def _student_hint(path: Path, data: Any) -> str | None:
@@ -128,11 +186,11 @@ def read_submission_file(path: str | os.PathLike) -> SubmissionFile:
     path = Path(path)
     try:
         content, size = _read_bytes(path)
-    except SubmissionError as error:
-        return SubmissionFile(str(path), hashlib.sha256(b"").hexdigest(), 0, False, str(error))
-    except OSError as error:
-        message = f"{path}: cannot be read ({error.strerror or error})"
-        return SubmissionFile(str(path), hashlib.sha256(b"").hexdigest(), 0, False, message)
+    except Unreadable as error:
+        reason = str(error)
+        message = f"{path}: not read: {reason}"
+        key = unreadable_key(path, reason)
+        return SubmissionFile(str(path), key, 0, False, message, _student_hint(path, None))
     if size > MAX_SUBMISSION_BYTES or len(content) > MAX_SUBMISSION_BYTES:
         size = max(size, len(content))
         digest = hashlib.sha256(f"too large:{size}:".encode() + content).hexdigest()

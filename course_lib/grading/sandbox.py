@@ -30,6 +30,7 @@ import itertools
 import json
 import os
 import queue
+import select
 import shutil
 import signal
 import subprocess
@@ -54,7 +55,13 @@ WORKER_IN_SANDBOX = "/opt/course-grade/worker.py"
 SANDBOX_UID = 1000  # the user inside an unprivileged sandbox
 ROOT_UID_BASE = 1_900_000_000  # user ids for workers started by root: unused by anything else
 STARTUP_TIMEOUT = 120.0  # seconds for a worker to import torch and say it is ready
-SLACK = 15.0  # seconds a worker may need beyond the time limits of a job
+SLACK = 15.0  # seconds a running worker may need beyond the time limit of a task
+STOP_CHECK = 0.2  # seconds between two looks at whether a worker was stopped (SIGSTOP)
+MESSAGE_SECONDS = 10.0  # seconds for the rest of a message once its first bytes came
+STOPPED = (
+    "it was stopped with SIGSTOP or another stop signal, so it could not finish; the grader "
+    "noticed after {seconds:.1f} s and replaced it"
+)
 SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 OPTIONAL_FLAGS = ("--disable-userns",)  # left out where the installed bwrap is too old
 _JOB_IDS = itertools.count(1)
@@ -284,6 +291,55 @@ class Sandbox:
         return [python, "-I", "-S", str(script), json.dumps(config)], _minimal_environment(folder)
 
 
+def process_stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (state, ppid, pgrp, session,
+    ...), or ``None`` when there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def _processes() -> dict[int, list[str]]:
+    """Every visible process: its pid and the fields of its ``stat``."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (fields := process_stat(int(entry))) is not None:
+            found[int(entry)] = fields
+    return found
+
+
+def _descendants(root: int) -> list[int]:
+    """``root`` and the processes below it, nearest first."""
+    children: dict[int, list[int]] = {}
+    for pid, fields in _processes().items():
+        children.setdefault(int(fields[1]), []).append(pid)
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop(0)
+        found.append(pid)
+        todo += sorted(children.get(pid, []))
+    return found
+
+
+def _session(session: int) -> list[int]:
+    """The processes of a session (its leader's pid)."""
+    return [pid for pid, fields in _processes().items() if fields[3] == str(session)]
+
+
+def _runs_worker(pid: int, script: str) -> bool:
+    """Whether process ``pid`` is a worker: Python running ``script`` (not bwrap, whose
+    arguments name the script too)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            argv = cmdline.read().split(b"\0")
+    except OSError:
+        return False
+    python = os.path.realpath(sys.executable).encode()
+    return argv[:4] == [python, b"-I", b"-S", script.encode()]
+
+
 class Worker:
     """One worker process (in its sandbox), restarted when it fails."""
 
@@ -293,6 +349,7 @@ class Worker:
         self.process: subprocess.Popen | None = None
         self.folder: str | None = None
         self.starts = 0
+        self.pid: int | None = None  # the Python process of the worker (in its sandbox)
 
     # ----------------------------------------------------------------- process
 
@@ -322,6 +379,22 @@ class Worker:
         if not isinstance(ready, dict) or ready.get("ready") is not True:
             self.stop()
             raise WorkerFailure(f"a grading worker said {ready!r} instead of being ready")
+        self.pid = self._find_worker_pid()
+
+    def _find_worker_pid(self) -> int | None:
+        """The pid of the worker's Python process: the process started, or in bwrap the
+        first process below it that runs the worker's script."""
+        assert self.process is not None
+        if self.sandbox.kind != "bwrap":
+            return self.process.pid
+        below = _descendants(self.process.pid)
+        return next((pid for pid in below if _runs_worker(pid, WORKER_IN_SANDBOX)), None)
+
+    def stopped(self) -> bool:
+        """Whether the worker's Python process is stopped (state ``T``: SIGSTOP, SIGTSTP,
+        SIGTTIN or SIGTTOU), so that it cannot go on until something continues it."""
+        fields = process_stat(self.pid) if self.pid is not None else None
+        return fields is not None and fields[0] == "T"
 
     def log_tail(self, size: int = 2000) -> str:
         with contextlib.suppress(Exception):
@@ -333,6 +406,12 @@ class Worker:
 
     def stop(self) -> None:
         if self.process is not None:
+            # Without a sandbox, the child running an answer has a process group of its own
+            # in the worker's session: kill the session, not only the worker's group.
+            session = _session(self.process.pid) if self.sandbox.kind != "bwrap" else []
+            for pid in session:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.process.pid, signal.SIGKILL)
             with contextlib.suppress(Exception):
@@ -342,6 +421,7 @@ class Worker:
                 with contextlib.suppress(Exception):
                     stream.close()
             self.process = None
+            self.pid = None
         if self.folder:
             with contextlib.suppress(Exception):
                 self.log.close()
@@ -354,82 +434,100 @@ class Worker:
 
     # ----------------------------------------------------------------- jobs
 
-    def _exchange(self, tasks: list[dict[str, Any]], timeout: float):
-        """Send one job; return the outcomes received (by task index) and, when the worker
-        failed on the way, what happened."""
-        assert self.process is not None
-        got: dict[int, dict[str, Any]] = {}
-        job_id = next(_JOB_IDS)
-        try:
-            write_message(self.process.stdin, {"id": job_id, "timeout": timeout, "tasks": tasks})
-        except OSError as error:
-            return got, f"the grading worker could not be reached ({error})"
-        deadline = time.monotonic() + timeout + SLACK * (1 + len(tasks) / 10)
-        fd = self.process.stdout.fileno()
-        while True:
-            try:
-                message = read_message(fd, deadline=deadline)
-            except TimeoutError:
-                return got, "the grading worker stopped answering"
-            except ProtocolError as error:
-                return got, f"the grading worker ended ({error}; {self.log_tail(500)})"
-            if not isinstance(message, dict):
-                return got, "the grading worker sent something that is not a message"
-            if message.get("done") == job_id:
-                return got, None
-            index = message.get("task")
-            if not isinstance(index, int) or not 0 <= index < len(tasks) or index in got:
-                return got, f"the grading worker sent an unexpected message ({str(message)[:200]})"
-            got[index] = message
+    def _exchange(self, task: dict[str, Any], timeout: float):
+        """Run one task (with ``timeout`` seconds at most); return its outcome, or ``None``
+        and what happened to the worker.
 
-    def run(self, job: Job) -> list[dict[str, Any]]:
+        The worker's state is looked at every ``STOP_CHECK`` seconds while the outcome has
+        not come: a stopped worker is given up at once; one that runs but stays silent is
+        given ``SLACK`` seconds beyond the time limit.
+        """
+        assert self.process is not None
+        job_id = next(_JOB_IDS)
+        sent = time.monotonic()
+        try:
+            write_message(self.process.stdin, {"id": job_id, "timeout": timeout, "tasks": [task]})
+        except OSError as error:
+            return None, f"the grading worker could not be reached ({error})"
+        limit = sent + min(timeout, float(task.get("timeout", timeout))) + SLACK
+        fd = self.process.stdout.fileno()
+        outcome = None
+        while True:
+            now = time.monotonic()
+            if now >= limit:
+                return None, "the grading worker stopped answering"
+            if not select.select([fd], [], [], min(STOP_CHECK, limit - now))[0]:
+                if self.stopped():
+                    return None, STOPPED.format(seconds=time.monotonic() - sent)
+                continue
+            try:
+                message = read_message(fd, deadline=time.monotonic() + MESSAGE_SECONDS)
+            except TimeoutError:
+                return None, "the grading worker stopped in the middle of a message"
+            except ProtocolError as error:
+                return None, f"the grading worker ended ({error}; {self.log_tail(500)})"
+            if not isinstance(message, dict):
+                return None, "the grading worker sent something that is not a message"
+            if outcome is None and message.get("task") == 0:
+                outcome = message
+            elif outcome is not None and message.get("done") == job_id:
+                return outcome, None
+            else:
+                return None, f"the grading worker sent an unexpected message ({str(message)[:200]})"
+
+    def run(self, job: Job, starting: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
         """The outcome of every task of ``job``, whatever happens to the worker.
 
-        When the worker dies or stops answering during a task, that task's outcome says so
-        (``"worker lost"``), the worker is restarted and the remaining tasks run on the new
-        one. A task the worker itself failed on (``"worker error"``) is tried once more.
+        Tasks are sent one at a time; ``starting(index)`` is called before each is sent.
+        When the worker dies, is stopped or stops answering during a task, that task's
+        outcome says so (``"worker lost"``), the worker is restarted and the remaining tasks
+        run on the new one. A task the worker itself failed on (``"worker error"``) is tried
+        once more.
 
         Raises:
             WorkerFailure: the worker could not be started.
         """
-        outcomes: list[dict[str, Any] | None] = [None] * len(job.tasks)
-        retried: set[int] = set()
-        started = time.monotonic()
-        while True:
-            pending = [i for i, o in enumerate(outcomes) if o is None]
-            if not pending:
-                break
-            remaining = job.timeout - (time.monotonic() - started)
+        outcomes: list[dict[str, Any]] = []
+        retried = False
+        used = 0.0  # seconds the tasks took so far (starting workers not counted)
+        while len(outcomes) < len(job.tasks):
+            index = len(outcomes)
+            remaining = job.timeout - used
             if remaining <= 0:
-                for i in pending:
-                    outcomes[i] = {"status": "skipped", "messages": [], "output": ""}
+                skipped = {"status": "skipped", "messages": [], "output": ""}
+                outcomes += [dict(skipped) for _ in job.tasks[index:]]
                 break
+            if starting is not None:
+                starting(index)
             if not self.running:
                 try:
                     self.start()
                 except OSError as error:
                     message = f"a grading worker could not be started ({error})"
                     raise WorkerFailure(message) from None
-            got, failure = self._exchange([job.tasks[i] for i in pending], remaining)
-            for local, outcome in got.items():
-                index = pending[local]
-                if outcome.get("status") == "worker error" and index not in retried:
-                    retried.add(index)  # the worker's own failure: once more, on a new one
-                    failure = failure or "the grading worker failed"
-                    continue
-                outcomes[index] = outcome
-            if failure is None:
+            sent = time.monotonic()
+            outcome, failure = self._exchange(job.tasks[index], remaining)
+            used += time.monotonic() - sent
+            if outcome is not None and outcome.get("status") == "worker error" and not retried:
+                retried = True  # the worker's own failure: once more, on a new one
+                self.stop()
                 continue
-            self.stop()
-            current = next((i for j, i in enumerate(pending) if j not in got), None)
-            if current is not None:
-                outcomes[current] = {
+            if outcome is None:
+                self.stop()
+                outcome = {
                     "status": "worker lost",
                     "messages": [],
                     "output": "",
                     "exit": failure,
+                    "seconds": round(time.monotonic() - sent, 3),
                 }
-        return [o for o in outcomes if o is not None]
+            outcomes.append(outcome)
+            retried = False
+        return outcomes
+
+
+class _Closed(Exception):
+    """The pool was closed while a thread was driving a worker: the thread stops."""
 
 
 class WorkerPool:
@@ -439,9 +537,17 @@ class WorkerPool:
         if size < 1:
             raise ValueError(f"at least one worker is needed, got {size}")
         self.workers = [Worker(sandbox, index) for index in range(size)]
+        self.closed = threading.Event()
 
-    def run(self, jobs: list[Job], done: Callable[[Job, list[dict[str, Any]]], None]) -> None:
-        """Run every job; call ``done(job, outcomes)`` in this thread as each one finishes.
+    def run(
+        self,
+        jobs: list[Job],
+        done: Callable[[Job, list[dict[str, Any]]], None],
+        starting: Callable[[Job, int], None] | None = None,
+    ) -> None:
+        """Run every job; call ``done(job, outcomes)`` in this thread as each one finishes,
+        and ``starting(job, index)``, also in this thread, before task ``index`` of a job is
+        sent to a worker (the task waits until it returns).
 
         Raises:
             SandboxUnavailable: a worker could not start (the jobs not done yet stay undone).
@@ -451,18 +557,32 @@ class WorkerPool:
         todo: queue.Queue = queue.Queue()
         for job in jobs:
             todo.put(job)
-        finished: queue.Queue = queue.Queue()
+        events: queue.Queue = queue.Queue()
+
+        def announce(job: Job, index: int) -> None:
+            """In a driving thread: have ``starting`` called, and wait until it was."""
+            if self.closed.is_set():
+                raise _Closed
+            if starting is None:
+                return
+            called = threading.Event()
+            events.put(("starting", job, (index, called)))
+            while not called.wait(STOP_CHECK):
+                if self.closed.is_set():
+                    raise _Closed
 
         def drive(worker: Worker) -> None:
-            while True:
+            while not self.closed.is_set():
                 try:
                     job = todo.get_nowait()
                 except queue.Empty:
                     return
                 try:
-                    outcomes = worker.run(job)
+                    outcomes = worker.run(job, lambda index, job=job: announce(job, index))
+                except _Closed:
+                    return
                 except WorkerFailure as error:  # no worker: nothing more can be graded
-                    finished.put((None, error))
+                    events.put(("failed", None, error))
                     return
                 except Exception as error:  # never lose a job: report it as the grader's fault
                     outcomes = [
@@ -473,7 +593,7 @@ class WorkerPool:
                             "exit": f"{type(error).__name__}: {error}",
                         }
                     ] * len(job.tasks)
-                finished.put((job, outcomes))
+                events.put(("done", job, outcomes))
 
         threads = [
             threading.Thread(target=drive, args=(worker,), daemon=True)
@@ -481,18 +601,27 @@ class WorkerPool:
         ]
         for thread in threads:
             thread.start()
-        for _ in jobs:
-            job, outcomes = finished.get()
-            if job is None:
+        unfinished = len(jobs)
+        while unfinished:
+            kind, job, detail = events.get()
+            if kind == "failed":
                 raise SandboxUnavailable(
-                    f"{outcomes}. The submissions graded so far are kept; once the problem is "
+                    f"{detail}. The submissions graded so far are kept; once the problem is "
                     "fixed, run the command again to grade the rest."
                 )
-            done(job, outcomes)
+            if kind == "starting":
+                index, called = detail
+                assert starting is not None
+                starting(job, index)
+                called.set()
+            else:
+                done(job, detail)
+                unfinished -= 1
         for thread in threads:
             thread.join()
 
     def close(self) -> None:
+        self.closed.set()
         for worker in self.workers:
             worker.stop()
 
