@@ -79,6 +79,8 @@ def _is_stub(tree: ast.Module) -> bool:
         [n for n in tree.body if not isinstance(n, (ast.Import, ast.ImportFrom))]
     ):
         return False
+    for function in functions:
+        _drop_docstring(function)
     return all(len(f.body) == 1 and _trivial(f.body[0]) for f in functions)
 
 
