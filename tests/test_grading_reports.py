@@ -28,6 +28,7 @@ from test_grading import (
 from course_lib.exercises import get_exercise, list_exercises
 from course_lib.exercises._compare import _number
 from course_lib.exercises._source import function_source
+from course_lib.grading.feedback import public_labels
 from course_lib.grading.gradebook import Gradebook
 from course_lib.grading.report import inert
 from course_lib.grading.similarity import normalised_source
@@ -145,7 +146,7 @@ def test_the_canvas_export_has_the_columns_and_the_points_possible_row_canvas_re
     ana = next(r for r in rows if r[2] == "ana")
     assert ana[:5] == ["ana", "", "ana", "ana", ""]
     assert ana[5 + chapters.index("positional-encoding")] == "11"
-    assert ana[5] == ""  # no answer in that chapter: the import leaves the grade alone
+    assert ana[5] == ""  # no answer in that chapter: empty, not 0
 
 
 def test_the_moodle_export_has_an_id_column_and_a_column_per_chapter(graded):
@@ -292,3 +293,9 @@ def test_the_gradebooks_journal_is_readable_by_its_owner_only(tmp_path):
         journal = tmp_path / "gradebook.sqlite-journal"
         assert journal.exists() and stat.S_IMODE(journal.stat().st_mode) == 0o600
         book.db.execute("ROLLBACK")
+
+
+def test_fixed_cases_whose_arguments_are_objects_keep_their_names():
+    exercise = get_exercise("greedy-decoding")
+    fixed = {c.label for c in exercise.cases(exercise.seed) if not c.label.startswith("random")}
+    assert fixed and public_labels(exercise, SEED) == fixed

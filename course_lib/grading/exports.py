@@ -2,12 +2,13 @@
 
 Both files have a column per chapter that has exercises, named by the chapter (its notebook's
 name, e.g. ``positional-encoding``), holding the sum of the points that count for the
-chapter's exercises (overrides included). The cell is empty when the student has no answer and
-no override in that chapter, so an import leaves that grade alone.
+chapter's exercises (overrides included). The cell is empty, not 0, when the student has no
+answer and no override in that chapter.
 
-``canvas.csv`` follows the Canvas gradebook import: the columns ``Student``, ``ID``,
-``SIS User ID``, ``SIS Login ID`` and ``Section``, then one column per assignment, and a
-second row whose ``Student`` cell reads ``Points Possible`` with each chapter's maximum. The
+``canvas.csv`` follows the layout of Canvas's gradebook export, which its gradebook import
+reads: the columns ``Student``, ``ID``, ``SIS User ID``, ``SIS Login ID`` and ``Section``, then
+one column per assignment, and a second row whose ``Student`` cell reads ``Points Possible``
+with each chapter's maximum. The
 student id goes into ``SIS User ID`` and ``SIS Login ID`` (Canvas matches a row on either) and
 into ``Student``; ``ID`` (Canvas's own number) and ``Section`` stay empty.
 

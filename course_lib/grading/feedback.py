@@ -82,8 +82,12 @@ def _same(a: object, b: object) -> bool:
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if type(a) is not type(b):
+        return False
+    if hasattr(a, "__dict__") and type(a).__eq__ is object.__eq__:  # e.g. a scorer: its data
+        return _same(vars(a), vars(b))
     try:
-        return type(a) is type(b) and bool(a == b)
+        return bool(a == b)
     except Exception:  # an object without a meaningful ==: not known to be the same
         return False
 
