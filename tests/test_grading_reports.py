@@ -31,7 +31,7 @@ from course_lib.exercises._source import function_source
 from course_lib.grading.feedback import public_labels
 from course_lib.grading.gradebook import Gradebook
 from course_lib.grading.report import inert
-from course_lib.grading.similarity import normalised_source
+from course_lib.grading.similarity import normalised_source, others
 from solutions import SOLUTIONS
 
 RIGHT = {e["id"]: e for e in everything_right()}
@@ -168,6 +168,18 @@ def test_code_identical_after_renaming_and_comments_is_listed_as_similar(graded)
     assert ("pe-offset-rotation", "cleo", "ana") in pairs
     assert graded.grades["cleo"]["similar"] == "pe-offset-rotation: ana"
     assert graded.grades["cleo"]["pe-offset-rotation"] == "3"  # nothing is deducted
+
+
+def test_the_students_of_a_similar_group_share_its_key(graded):
+    rows = [r for r in csv.DictReader(open(graded.out / "similar.csv"))]
+    keys = {r["group"] for r in rows if r["exercise_id"] == "pe-offset-rotation"}
+    assert len(keys) == 1
+
+
+def test_a_large_group_of_similar_answers_is_counted_not_listed():
+    students = [f"s{i:02d}" for i in range(12)]
+    assert others(students, "s00") == ["11 other students"]
+    assert others(students[:3], "s00") == ["s01", "s02"]
 
 
 def test_stubs_are_never_listed_as_similar(graded):

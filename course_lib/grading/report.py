@@ -99,7 +99,7 @@ class StudentRecord:
     files: list[Any] = field(default_factory=list)  # submission_flags rows, oldest first
     invalid: list[Any] = field(default_factory=list)  # invalid files, newest first
     superseded: list[Any] = field(default_factory=list)  # answers rows that do not count
-    similar: dict[str, list[str]] = field(default_factory=dict)  # exercise: other students
+    similar: dict[str, Any] = field(default_factory=dict)  # exercise: similarity.Similar
 
     def points(self) -> dict[str, int]:
         return {r["exercise_id"]: r["points"] for r in self.grades if r["points"] is not None}
@@ -132,8 +132,8 @@ class ClassRecord:
         for row in book.answers():
             if row["rank"] > 1:
                 students[row["student_id"]].superseded.append(row)
-        for (student, exercise_id), others in similar_answers(book).items():
-            students[student].similar[exercise_id] = others
+        for (student, exercise_id), same in similar_answers(book).items():
+            students[student].similar[exercise_id] = same
         return cls(book.exercises(), students, book.graded_submissions())
 
     def not_graded(self, student: StudentRecord) -> list[Any]:
@@ -191,6 +191,11 @@ def flag_notes(student: StudentRecord) -> list[str]:
     return notes
 
 
+def similar_cell(student: StudentRecord) -> str:
+    """The ``similar`` cell of a student: ``<exercise>: <other students>; ...``."""
+    return "; ".join(f"{e}: {', '.join(s.others)}" for e, s in sorted(student.similar.items()))
+
+
 def grade_rows(book: Gradebook, record: ClassRecord | None = None) -> list[list[object]]:
     """The rows of ``grades.csv``: the header, the ``(max points)`` row, a row per student."""
     record = record or ClassRecord.read(book)
@@ -215,7 +220,9 @@ def grade_rows(book: Gradebook, record: ClassRecord | None = None) -> list[list[
                 counted[0]["created_utc"] if counted else "",
                 " ".join(f["sha256"] for f in counted),
                 "; ".join(student_notes(record, student)),
-                "; ".join(f"{e}: {', '.join(o)}" for e, o in sorted(student.similar.items())),
+                "; ".join(
+                    f"{e}: {', '.join(s.others)}" for e, s in sorted(student.similar.items())
+                ),
             ]
         )
     return rows

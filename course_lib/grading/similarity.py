@@ -17,16 +17,18 @@ from __future__ import annotations
 import ast
 import builtins
 import collections
+import functools
 import hashlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from course_lib.grading.gradebook import Gradebook
     from course_lib.grading.report import ClassRecord
 
-__all__ = ["normalised_source", "similar_answers", "similar_rows"]
+__all__ = ["Similar", "normalised_source", "similar_answers", "similar_rows"]
 
 BUILTINS = frozenset(dir(builtins))
+NAMED = 10  # at most this many other students are named; a larger group is counted
 
 
 class _Renamer(ast.NodeTransformer):
@@ -98,8 +100,11 @@ def _trivial(statement: ast.stmt) -> bool:
 def normalised_source(source: object) -> str | None:
     """The source with comments, docstrings, layout and names made canonical; ``None`` for a
     stub or text that is not Python."""
-    if not isinstance(source, str):
-        return None
+    return _normalised(source) if isinstance(source, str) else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _normalised(source: str) -> str | None:
     try:
         tree = ast.parse(source)
         _drop_docstring(tree)
@@ -132,32 +137,51 @@ def _sources(book: Gradebook) -> dict[tuple[str, str], str]:
     return found
 
 
-def similar_answers(book: Gradebook) -> dict[tuple[str, str], list[str]]:
-    """For each (student, exercise) whose counted code answer is the same as another
-    student's once normalised: the other students, sorted."""
+def others(students: list[str], student: str) -> list[str]:
+    """The students of a group other than ``student``, sorted; a group of more than
+    ``NAMED + 1`` is summarised as ``["N other students"]``."""
+    if len(students) > NAMED + 1:
+        return [f"{len(students) - 1} other students"]
+    return sorted(s for s in students if s != student)
+
+
+class Similar(NamedTuple):
+    """A counted code answer that is the same as other students' once normalised."""
+
+    group: str  # a short key shared by the answers of one group
+    others: list[str]  # the other students (see :func:`others`)
+
+
+def similar_answers(book: Gradebook) -> dict[tuple[str, str], Similar]:
+    """A :class:`Similar` for each (student, exercise) whose counted code answer is the same
+    as another student's once normalised."""
     groups: dict[tuple[str, str], list[str]] = collections.defaultdict(list)
     for (student, exercise_id), normal in _sources(book).items():
         groups[exercise_id, normal].append(student)
     similar = {}
-    for (exercise_id, _), students in groups.items():
+    for (exercise_id, normal), students in groups.items():
         if len(students) > 1:
+            key = hashlib.sha256(f"{exercise_id}\n{normal}".encode()).hexdigest()[:8]
             for student in students:
-                similar[student, exercise_id] = sorted(s for s in students if s != student)
+                similar[student, exercise_id] = Similar(key, others(students, student))
     return similar
 
 
 def similar_rows(record: ClassRecord) -> list[list[object]]:
     """The rows of ``similar.csv``, header first: a row per student and exercise whose code
-    is the same as another student's, with the group's key (the start of the SHA-256 of the
-    normalised source's group) and the other students."""
+    is the same as another student's: the group's key, the other students and the file."""
     rows: list[list[object]] = [["exercise_id", "group", "student_id", "same_as", "submission"]]
     found = []
     for student in record.students.values():
         counted = {r["exercise_id"]: r["sha256"] for r in student.grades}
-        for exercise_id, others in student.similar.items():
-            members = "\n".join(sorted([student.student_id, *others]))
-            group = hashlib.sha256(f"{exercise_id}\n{members}".encode()).hexdigest()[:8]
+        for exercise_id, same in student.similar.items():
             found.append(
-                [exercise_id, group, student.student_id, " ".join(others), counted[exercise_id]]
+                [
+                    exercise_id,
+                    same.group,
+                    student.student_id,
+                    " ".join(same.others),
+                    counted[exercise_id],
+                ]
             )
     return rows + sorted(found, key=lambda r: (str(r[0]), str(r[1]), str(r[2])))
