@@ -311,3 +311,13 @@ def test_fixed_cases_whose_arguments_are_objects_keep_their_names():
     exercise = get_exercise("greedy-decoding")
     fixed = {c.label for c in exercise.cases(exercise.seed) if not c.label.startswith("random")}
     assert fixed and public_labels(exercise, SEED) == fixed
+
+
+def test_grading_the_same_files_again_rewrites_every_report_byte_for_byte(graded):
+    files = sorted(
+        p for p in graded.out.rglob("*") if p.is_file() and p.suffix in (".csv", ".html")
+    )
+    before = {p: p.read_bytes() for p in files}
+    status, printed = grade(graded.inbox, "--out", graded.out, "--quiet")
+    assert status == 0 and "Graded 0 submissions" in printed
+    assert {p: p.read_bytes() for p in files} == before
