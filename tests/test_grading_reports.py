@@ -321,3 +321,13 @@ def test_grading_the_same_files_again_rewrites_every_report_byte_for_byte(graded
     status, printed = grade(graded.inbox, "--out", graded.out, "--quiet")
     assert status == 0 and "Graded 0 submissions" in printed
     assert {p: p.read_bytes() for p in files} == before
+
+
+def test_student_text_in_the_terminal_summary_cannot_drive_the_terminal(tmp_path):
+    inbox = tmp_path / "in"
+    inbox.mkdir()
+    write(inbox, "ana", document("ana", [encoding_doing("raise ValueError('\\x1b[2J\\x07')")]))
+    status, printed = grade(inbox, "--out", tmp_path / "out", "--seed", SEED, "--quiet")
+    summary = printed[printed.index("Class summary") :]
+    assert status == 0 and "ValueError" in summary
+    assert "\x1b" not in summary and "\\x1b[#J\\x07" in summary  # numbers read #

@@ -351,9 +351,20 @@ def superseded_list(student: StudentRecord) -> str:
     return f"; superseded: {', '.join(exercises)}" if exercises else ""
 
 
+def printable(text: str) -> str:
+    """``text`` with every character a terminal would act on (escape sequences, other control
+    and format characters) written as a Python escape, so student text cannot move the cursor
+    or recolour the terminal."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def terminal_summary(book: Gradebook, *, limit: int = 20) -> list[str]:
     """The lines printed after a run: the class per exercise, then the students whose files
-    were combined or flagged (at most ``limit`` lines each)."""
+    were combined or flagged (at most ``limit`` lines each), made :func:`printable`."""
+    return [printable(line) for line in _summary_lines(book, limit)]
+
+
+def _summary_lines(book: Gradebook, limit: int) -> list[str]:
     record = ClassRecord.read(book)
     lines = ["Class summary (per exercise: answered, passed, mean points of those who answered):"]
     for summary in summarise(record):
