@@ -331,3 +331,11 @@ def test_student_text_in_the_terminal_summary_cannot_drive_the_terminal(tmp_path
     summary = printed[printed.index("Class summary") :]
     assert status == 0 and "ValueError" in summary
     assert "\x1b" not in summary and "\\x1b[#J\\x07" in summary  # numbers read #
+
+
+def test_an_existing_gradebook_is_made_readable_by_its_owner_only(tmp_path):
+    path = tmp_path / "gradebook.sqlite"
+    Gradebook(path).close()
+    path.chmod(0o644)
+    Gradebook(path).close()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600

@@ -198,10 +198,12 @@ class GradebookError(RuntimeError):
 
 def owner_only(path: Path) -> None:
     """Create ``path`` empty, readable and writable by its owner only (0600), or make an
-    existing file so. SQLite gives its journal and WAL files the database file's mode."""
+    existing file of ours so (another user's file keeps its mode). SQLite gives its journal
+    and WAL files the database file's mode."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
     try:
-        os.fchmod(fd, 0o600)
+        if os.fstat(fd).st_uid == os.geteuid():
+            os.fchmod(fd, 0o600)
     finally:
         os.close(fd)
 
