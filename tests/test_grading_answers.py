@@ -139,6 +139,7 @@ def test_a_flagged_files_answers_count_where_no_other_file_answers(tmp_path):
     row = run(inbox, out)["ana"]
     assert (row["pe-doubled-index-bug"], row["pe-worked-example"]) == ("2", "2")
     assert counted(out)["ana", "pe-worked-example"][1] == "future"
+    assert "pe-worked-example: only the flagged file of 2999-01-01" in row["notes"]
 
 
 def test_a_newer_file_far_from_the_students_other_files_does_not_win(tmp_path):

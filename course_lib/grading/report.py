@@ -146,7 +146,7 @@ def short(sha256: str) -> str:
 
 def file_label(created_utc: str, sha256: str) -> str:
     """How notes name a file: its time and the start of its SHA-256."""
-    return f"the file of {created_utc} ({short(sha256)})"
+    return f"file of {created_utc} ({short(sha256)})"
 
 
 # ----------------------------------------------------------------------------- grades.csv
@@ -168,8 +168,11 @@ def student_notes(record: ClassRecord, student: StudentRecord) -> list[str]:
         if row["superseded"]:
             where = file_label(row["created_utc"], row["sha256"])
             notes.append(
-                f"{row['exercise_id']}: {row['superseded']} answer(s) superseded by {where}"
+                f"{row['exercise_id']}: {row['superseded']} answer(s) superseded by the {where}"
             )
+        if row["flag"]:
+            where = file_label(row["created_utc"], row["sha256"])
+            notes.append(f"{row['exercise_id']}: only the flagged {where} answers it")
         if row["override_points"] is not None:
             notes.append(f"{row['exercise_id']} set by hand: {row['override_reason']}")
     notes += flag_notes(student)
@@ -184,7 +187,7 @@ def flag_notes(student: StudentRecord) -> list[str]:
     for row in student.files:
         if row["flag"]:
             notes.append(
-                f"{file_label(row['created_utc'], row['sha256'])} is flagged: "
+                f"the {file_label(row['created_utc'], row['sha256'])} is flagged: "
                 f"{FLAG_REASONS[row['flag']]}; its answers count only where no other file "
                 "answers"
             )
