@@ -138,8 +138,11 @@ def grade(*args: str | Path) -> tuple[int, str]:
 
 
 def read_csv(path: Path) -> dict[str, dict[str, str]]:
+    """The rows of a CSV file by student, without the ``(max points)`` row of grades.csv."""
     with open(path, newline="", encoding="utf-8") as stream:
-        return {row["student_id"]: row for row in csv.DictReader(stream)}
+        rows = {row["student_id"]: row for row in csv.DictReader(stream)}
+    rows.pop("(max points)", None)
+    return rows
 
 
 def results(out: Path) -> dict[tuple[str, str], sqlite3.Row]:
@@ -489,9 +492,11 @@ def test_the_csv_has_a_row_per_student_a_column_per_exercise_and_the_total(batch
         "student_id",
         *every_exercise,
         "total",
+        "files",
         "submitted_utc",
         "submission",
         "notes",
+        "similar",
     ]
     assert list(batch.grades) == sorted(batch.grades)
     for row in batch.grades.values():
@@ -900,11 +905,15 @@ def test_round_trip_from_a_notebook_to_the_csv(tmp_path):
     # Every exercise of the course has a column; those not submitted stay empty.
     points = {"positional-encoding": "4", "pe-worked-example": "2",
               "pe-doubled-index-bug": "2", "pe-offset-rotation": "0"}  # fmt: skip
+    # A first row gives what each exercise is worth.
     ids = [exercise.id for exercise in list_exercises()]
+    worth = [str(exercise.points) for exercise in list_exercises()]
+    total = sum(exercise.points for exercise in list_exercises())
     assert (out / "grades.csv").read_text() == (
-        f"student_id,{','.join(ids)},total,submitted_utc,submission,notes\n"
-        f"ana.perez,{','.join(points.get(i, '') for i in ids)},8,{created},{sha},"
-        "pe-offset-rotation: fail\n"
+        f"student_id,{','.join(ids)},total,files,submitted_utc,submission,notes,similar\n"
+        f"(max points),{','.join(worth)},{total},,,,,\n"
+        f"ana.perez,{','.join(points.get(i, '') for i in ids)},8,1,{created},{sha},"
+        "pe-offset-rotation: fail,\n"
     )
 
 

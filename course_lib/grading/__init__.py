@@ -2,8 +2,11 @@
 
 ``course-grade SUBMISSIONS... --out DIR`` (or ``python -m course_lib.grading``) reads
 submission files, runs every code answer again in a sandbox on inputs drawn from the
-instructor's grading seed, and writes ``DIR/grades.csv``, ``DIR/results.csv`` and the SQLite
-gradebook ``DIR/gradebook.sqlite``. The book's page "Grading (for instructors)" explains it.
+instructor's grading seed, and writes ``DIR/grades.csv``, ``DIR/results.csv``,
+``DIR/summary.csv``, ``DIR/similar.csv``, ``DIR/canvas.csv``, ``DIR/moodle.csv``, a feedback
+page per student in ``DIR/feedback/`` and the SQLite gradebook ``DIR/gradebook.sqlite``. Every
+valid file is graded; for each student and exercise the newest answer counts. The book's page
+"Grading (for instructors)" explains it.
 
 Modules, one concept each:
 
@@ -13,7 +16,11 @@ Modules, one concept each:
   ``_worker.py`` is what runs inside;
 - :mod:`~course_lib.grading.gradebook`: the SQLite gradebook;
 - :mod:`~course_lib.grading.batch`: grading everything that is not graded yet;
-- :mod:`~course_lib.grading.report`: the CSV files;
+- :mod:`~course_lib.grading.report`: grades.csv, results.csv, summary.csv and the summary
+  printed at the end;
+- :mod:`~course_lib.grading.similarity`: code answers identical to another student's;
+- :mod:`~course_lib.grading.exports`: the Canvas and Moodle files;
+- :mod:`~course_lib.grading.feedback`: the students' feedback pages;
 - :mod:`~course_lib.grading.cli`: the command.
 """
 

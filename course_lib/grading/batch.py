@@ -2,9 +2,12 @@
 
 Rules (the instructors' guide states them for people):
 
-- **The newest submission counts.** Of a student's valid files, the one with the latest
-  ``created_utc`` counts (ties: the larger SHA-256 of the file); older ones are kept in the
-  gradebook but not graded.
+- **Every valid file is graded, and the newest answer counts.** For each student and
+  exercise, the answer that counts is the one of the newest valid file (``created_utc``; ties:
+  the larger SHA-256) that answers it, so a file without an exercise never erases an earlier
+  answer to it. A file whose time is flagged (in the future, or far from the student's other
+  files) loses to every unflagged file. The gradebook's views apply the rule
+  (:mod:`~course_lib.grading.gradebook`).
 - **Idempotent.** Files are keyed by the SHA-256 of their bytes, and a submission graded with
   the current seed is not graded again: re-running on the same files changes nothing, and
   adding files grades only what they change.
@@ -79,7 +82,7 @@ def grade_pending(
     progress: bool = True,
     summary: Summary | None = None,
 ) -> Summary:
-    """Grade every counted submission not yet graded with ``settings.seed``.
+    """Grade every valid submission not yet graded with ``settings.seed``.
 
     Code answers run in ``jobs`` sandboxed workers (``sandbox``: ``"bwrap"``, ``"none"`` or
     a :class:`Sandbox`); the sandbox is checked before anything is graded, so a missing one
@@ -90,7 +93,9 @@ def grade_pending(
     book.set_exercises(list_exercises())
     grader = Grader(settings)
     todo = [
-        row["sha256"] for row in book.counted() if not book.is_graded(row["sha256"], settings.seed)
+        row["sha256"]
+        for row in book.valid_submissions()
+        if not book.is_graded(row["sha256"], settings.seed)
     ]
     marks = InProgress(book)
     plans = {sha: marks.spare(sha, _plan(grader, book.document(sha))) for sha in todo}

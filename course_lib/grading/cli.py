@@ -30,7 +30,7 @@ from course_lib.grading.batch import Summary, add_files, grade_pending
 from course_lib.grading.gradebook import Gradebook, GradebookError
 from course_lib.grading.grader import STATUSES, Settings
 from course_lib.grading.inputs import find_submission_files
-from course_lib.grading.report import write_reports
+from course_lib.grading.report import terminal_summary, write_reports
 from course_lib.grading.sandbox import Limits, SandboxUnavailable
 from course_lib.grading.text import terminal_safe
 
@@ -142,7 +142,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
 
     regrade = argparse.ArgumentParser(
         prog="course-grade regrade",
-        description="Run the counted submissions again (all, or those of the students "
+        description="Run the valid submissions again (all, or those of the students "
         "given), e.g. after fixing an exercise; with --seed, all of them with a new seed.",
     )
     regrade.add_argument("students", nargs="*", metavar="STUDENT")
@@ -271,7 +271,14 @@ def _report(book: Gradebook, out: str, summary: Summary, seed: int, sandbox: str
         say(f"  invalid: {record.message}")
     if len(invalid) > 20:
         print(f"  ... and {len(invalid) - 20} more invalid files (see {paths[1].name})")
-    print(f"Wrote {paths[0]} and {paths[1]}; the gradebook is {book.path}.")
+    for line in terminal_summary(book):
+        print(line)
+    print(_written(paths, book))
+
+
+def _written(paths: Sequence[Path], book: Gradebook) -> str:
+    files = ", ".join(p.name for p in paths[:-1])
+    return f"Wrote {files} and {paths[-1]}/ in {paths[0].parent}; the gradebook is {book.path}."
 
 
 NO_SANDBOX = (
@@ -308,14 +315,15 @@ def run_regrade(options: argparse.Namespace) -> int:
         print(NO_SANDBOX, file=sys.stderr)
     with open_gradebook(options.out) as book:
         seed = choose_seed(book, options.seed, new_allowed=True)
-        counted = {row["student_id"]: row["sha256"] for row in book.counted()}
-        unknown = [s for s in options.students if s not in counted]
+        files = book.valid_submissions()
+        known = sorted({row["student_id"] for row in files})
+        unknown = [s for s in options.students if s not in known]
         if unknown:
-            raise UsageError(_unknown_students(unknown, list(counted)))
-        chosen = options.students or list(counted)
+            raise UsageError(_unknown_students(unknown, known))
+        chosen = set(options.students or known)
         if seed != book.seed:  # a new seed: everything is graded again
-            chosen = list(counted)
-        book.forget_grades(counted[s] for s in chosen)
+            chosen = set(known)
+        book.forget_grades(row["sha256"] for row in files if row["student_id"] in chosen)
         book.set_meta("seed", str(seed))
         summary = grade_pending(
             book,
@@ -367,8 +375,7 @@ def run_override(options: argparse.Namespace) -> int:
                 f"{options.student}: {exercise.id} set to {options.points} of "
                 f"{exercise.points} points ({options.reason.strip()})."
             )
-        paths = write_reports(book, options.out)
-        print(f"Wrote {paths[0]} and {paths[1]}.")
+        print(_written(write_reports(book, options.out), book))
     return 0
 
 

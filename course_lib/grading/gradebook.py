@@ -10,7 +10,7 @@ Tables (see the instructors' guide for queries):
   was written (``created_utc``), ``valid`` or ``invalid`` with a message, and for valid
   files the whole document (so regrading needs no files). ``submission_files`` lists where
   each was read.
-- ``gradings``: which submissions are graded, with which seed, when.
+- ``gradings``: which submissions are graded (every valid one is), with which seed, when.
 - ``results``: one row per exercise of a graded submission: status (``ok``, ``fail``,
   ``timeout``, ``error``, ``invalid``), points, message, the checks, printed output.
 - ``overrides``: points an instructor set by hand for a student and an exercise, with the
@@ -20,18 +20,27 @@ Tables (see the instructors' guide for queries):
   a mark left by a run that is gone names the answer that was running when it was killed
   (:mod:`course_lib.grading.inprogress`).
 
-Views:
+Views (dropped and created again whenever a gradebook is opened, so an older gradebook gets
+the current rules):
 
-- ``counted_submissions``: the submission that counts for each student: the newest valid one
-  by ``created_utc``, ties broken by the larger SHA-256.
-- ``final_grades``: a row per student and exercise: the graded points, the override and the
-  points that count (the override when there is one).
+- ``submission_flags``: every valid file with its flag: ``future`` when its ``created_utc`` is
+  more than ``FUTURE_MINUTES`` later than the moment the gradebook first read it (``added_utc``),
+  ``out of line`` when the student has at least ``MEDIAN_FILES`` valid files and its time is
+  more than ``OUT_OF_LINE_DAYS`` from their median (the lower middle one), else ``NULL``.
+- ``answers``: every answer (a result) of every valid file, ranked per student and exercise:
+  unflagged files before flagged ones, then the newest ``created_utc``, then the larger SHA-256.
+- ``counted_answers``: the answer that counts for each student and exercise (rank 1): the file
+  it came from, its flag, and how many of the student's answers it ``superseded``.
+- ``counted_submissions``: the files from which at least one counted answer comes.
+- ``final_grades``: a row per student and exercise: the counted answer's file, status and
+  graded points, the override and the points that count (the override when there is one).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -44,7 +53,10 @@ from course_lib.grading.inputs import SubmissionFile
 
 __all__ = ["FORMAT_VERSION", "Gradebook", "GradebookError"]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+FUTURE_MINUTES = 10  # a file written this long after the gradebook first read it: 'future'
+OUT_OF_LINE_DAYS = 180  # this far from the median time of the student's files: 'out of line'
+MEDIAN_FILES = 3  # the median of fewer files says nothing about which one is out of line
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -113,31 +125,72 @@ CREATE TABLE IF NOT EXISTS override_log (
     reason TEXT NOT NULL,
     set_utc TEXT NOT NULL
 );
-CREATE VIEW IF NOT EXISTS counted_submissions AS
-SELECT student_id, sha256, created_utc FROM (
-    SELECT student_id, sha256, created_utc,
-           ROW_NUMBER() OVER (
-               PARTITION BY student_id ORDER BY created_utc DESC, sha256 DESC
-           ) AS newest
+"""
+
+
+# Views are dropped and created again on every open, so that a gradebook of an older format
+# gets the rules of this one (the tables keep their data).
+VIEWS = f"""
+DROP VIEW IF EXISTS final_grades;
+DROP VIEW IF EXISTS counted_submissions;
+DROP VIEW IF EXISTS counted_answers;
+DROP VIEW IF EXISTS answers;
+DROP VIEW IF EXISTS submission_flags;
+CREATE VIEW submission_flags AS
+WITH valid AS (
+    SELECT sha256, student_id, created_utc, added_utc,
+           ROW_NUMBER() OVER (PARTITION BY student_id ORDER BY created_utc, sha256) AS place,
+           COUNT(*) OVER (PARTITION BY student_id) AS files
     FROM submissions
     WHERE status = 'valid'
+),
+medians AS (
+    SELECT student_id, created_utc AS median_utc FROM valid WHERE place = (files + 1) / 2
 )
-WHERE newest = 1;
-CREATE VIEW IF NOT EXISTS final_grades AS
+SELECT v.sha256, v.student_id, v.created_utc, v.added_utc, v.files, m.median_utc,
+       CASE
+           WHEN julianday(v.created_utc) > julianday(v.added_utc) + {FUTURE_MINUTES} / 1440.0
+               THEN 'future'
+           WHEN v.files >= {MEDIAN_FILES}
+                AND abs(julianday(v.created_utc) - julianday(m.median_utc)) > {OUT_OF_LINE_DAYS}
+               THEN 'out of line'
+       END AS flag
+FROM valid AS v
+JOIN medians AS m USING (student_id);
+CREATE VIEW answers AS
+SELECT f.student_id, r.exercise_id, f.sha256, f.created_utc, f.flag,
+       ROW_NUMBER() OVER (
+           PARTITION BY f.student_id, r.exercise_id
+           ORDER BY f.flag IS NOT NULL, f.created_utc DESC, f.sha256 DESC
+       ) AS rank,
+       COUNT(*) OVER (PARTITION BY f.student_id, r.exercise_id) AS answers
+FROM results AS r
+JOIN submission_flags AS f USING (sha256);
+CREATE VIEW counted_answers AS
+SELECT student_id, exercise_id, sha256, created_utc, flag, answers - 1 AS superseded
+FROM answers
+WHERE rank = 1;
+CREATE VIEW counted_submissions AS
+SELECT DISTINCT student_id, sha256, created_utc FROM counted_answers;
+CREATE VIEW final_grades AS
 SELECT s.student_id,
        e.id AS exercise_id,
        e.position,
        e.points AS max_points,
        c.sha256,
+       c.created_utc,
+       c.flag,
+       c.superseded,
        r.status,
        r.points AS graded_points,
        o.points AS override_points,
        o.reason AS override_reason,
        COALESCE(o.points, r.points) AS points,
-       r.message
+       r.message,
+       r.checks
 FROM students AS s
 CROSS JOIN exercises AS e
-LEFT JOIN counted_submissions AS c ON c.student_id = s.student_id
+LEFT JOIN counted_answers AS c ON c.student_id = s.student_id AND c.exercise_id = e.id
 LEFT JOIN results AS r ON r.sha256 = c.sha256 AND r.exercise_id = e.id
 LEFT JOIN overrides AS o ON o.student_id = s.student_id AND o.exercise_id = e.id;
 """
@@ -160,6 +213,18 @@ class GradebookError(RuntimeError):
     """The gradebook cannot be used as asked; the message says why."""
 
 
+def owner_only(path: Path) -> None:
+    """Create ``path`` empty, readable and writable by its owner only (0600), or make an
+    existing file of ours so (another user's file keeps its mode). SQLite gives its journal
+    and WAL files the database file's mode."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        if os.fstat(fd).st_uid == os.geteuid():
+            os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+
+
 def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -170,12 +235,15 @@ class Gradebook:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         try:
+            owner_only(self.path)
             self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
             self.db.row_factory = sqlite3.Row
             self.db.execute("PRAGMA foreign_keys = ON")
             version = self.db.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.DatabaseError as error:
             raise GradebookError(f"{self.path} is not a gradebook ({error})") from None
+        except OSError as error:
+            raise GradebookError(f"{self.path} cannot be opened ({error.strerror})") from None
         if version > FORMAT_VERSION:
             raise GradebookError(
                 f"{self.path} was written by a newer course_lib (gradebook format {version}); "
@@ -183,7 +251,8 @@ class Gradebook:
             )
         try:
             self.db.executescript(
-                f"BEGIN IMMEDIATE;\n{SCHEMA}\nPRAGMA user_version = {FORMAT_VERSION};\nCOMMIT;"
+                f"BEGIN IMMEDIATE;\n{SCHEMA}\n{VIEWS}\n"
+                f"PRAGMA user_version = {FORMAT_VERSION};\nCOMMIT;"
             )
         except sqlite3.DatabaseError as error:
             raise GradebookError(f"{self.path} cannot be used as a gradebook ({error})") from None
@@ -265,9 +334,39 @@ class Gradebook:
             )
         return cursor.rowcount == 1
 
+    def valid_submissions(self, students: Iterable[str] | None = None) -> list[sqlite3.Row]:
+        """Every valid file (student_id, sha256, created_utc), of ``students`` if given; each
+        is graded, and its answers count where no better answer of the student does."""
+        rows = self.db.execute(
+            "SELECT student_id, sha256, created_utc FROM submissions WHERE status = 'valid' "
+            "ORDER BY student_id, created_utc, sha256"
+        ).fetchall()
+        if students is None:
+            return rows
+        chosen = set(students)
+        return [row for row in rows if row["student_id"] in chosen]
+
     def counted(self) -> list[sqlite3.Row]:
-        """The submission that counts for each student (student_id, sha256, created_utc)."""
-        return self.db.execute("SELECT * FROM counted_submissions ORDER BY student_id").fetchall()
+        """The files whose answers count, for each student (student_id, sha256,
+        created_utc)."""
+        return self.db.execute(
+            "SELECT * FROM counted_submissions ORDER BY student_id, created_utc, sha256"
+        ).fetchall()
+
+    def answers(self) -> list[sqlite3.Row]:
+        """Every answer of every valid file: student_id, exercise_id, sha256, created_utc,
+        flag, ``rank`` (1: the answer that counts) and how many ``answers`` the student gave
+        to that exercise."""
+        return self.db.execute(
+            "SELECT * FROM answers ORDER BY student_id, exercise_id, rank"
+        ).fetchall()
+
+    def flags(self) -> list[sqlite3.Row]:
+        """Every valid file with its ``flag`` (``None``, ``'future'`` or ``'out of line'``),
+        the number of valid ``files`` of its student and their ``median_utc``."""
+        return self.db.execute(
+            "SELECT * FROM submission_flags ORDER BY student_id, created_utc, sha256"
+        ).fetchall()
 
     def document(self, sha256: str) -> dict[str, Any]:
         row = self.db.execute(

@@ -1,97 +1,237 @@
-"""The CSV files written from the gradebook.
+"""The files written from the gradebook, and the class summary printed at the end of a run.
 
-``grades.csv``: a row per student (sorted by id), with the columns
+In the output folder, after every change (each written to a temporary file first, then
+renamed, so a reader never sees half a file; each readable by its owner only):
 
-- ``student_id``;
-- one column per exercise of the course, in the course's order, named by the exercise's id:
-  the points that count (an override when there is one), empty when the student's counted
-  submission does not answer that exercise;
-- ``total``: the sum of those points;
-- ``submitted_utc`` and ``submission``: when the counted submission was written and the
-  SHA-256 of its file (empty when the student has no valid file);
-- ``notes``: what the numbers do not say: exercises that did not pass and why in one word
-  (``fail``, ``timeout``, ``error``, ``invalid``), overrides, files that were not counted.
+- ``grades.csv``: a row per student (sorted by id), after a first data row whose
+  ``student_id`` is ``(max points)`` and which holds what each exercise is worth. Columns:
+  ``student_id``; one column per exercise of the course, in the course's order, named by its
+  id: the points that count (an override when there is one), empty when no file of the student
+  answers it; ``total``; ``files``: how many valid files of the student were graded and
+  combined; ``submitted_utc``: the latest ``created_utc`` of the files whose answers count;
+  ``submission``: the SHA-256 of those files, newest first, separated by spaces; ``notes``:
+  what the numbers do not say (exercises that did not pass, overrides, answers superseded by a
+  newer one, flagged files, invalid files); ``similar``: for each code exercise whose answer is
+  the same as other students' once normalised, those students
+  (:mod:`~course_lib.grading.similarity`; nothing is deducted).
+- ``results.csv``: a row per student and exercise with a counted answer or an override: the
+  status, the points, the override, the grader's message and the file the answer came from.
+- ``summary.csv``: a row per exercise: how many students answered it and passed it, the mean
+  points of those who answered, and its three most common failures.
+- ``similar.csv`` (:mod:`~course_lib.grading.similarity`), ``canvas.csv`` and ``moodle.csv``
+  (:mod:`~course_lib.grading.exports`), and ``feedback/<student>.html``
+  (:mod:`~course_lib.grading.feedback`).
 
-``results.csv``: a row per student and exercise that has a result or an override, with the
-status, the points, the override and the grader's message.
-
-Both are rewritten as a whole after every change (written to a temporary file first, then
-renamed), so a reader never sees half a file.
+Every CSV cell that a spreadsheet would read as a formula (text starting with ``=``, ``+``,
+``-``, ``@``, a tab or a carriage return) gets a ``'`` in front: student text (exception
+messages, file names) and override reasons are in these files.
 """
 
 from __future__ import annotations
 
+import collections
 import csv
 import io
+import json
 import os
+import re
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from course_lib.grading.gradebook import Gradebook
 
-__all__ = ["write_reports"]
+__all__ = ["ClassRecord", "inert", "terminal_summary", "write_csv", "write_reports"]
 
 GRADES = "grades.csv"
 RESULTS = "results.csv"
+SUMMARY = "summary.csv"
+MAX_ROW = "(max points)"
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+FLAG_REASONS = {
+    "future": "written after the grader first read it (a time in the future)",
+    "out of line": "its time is far from the student's other files",
+}
+COMMON_FAILURES = 3
+NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?", re.IGNORECASE)
 
 
-def _write(path: Path, rows: list[list[object]]) -> None:
-    buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\n").writerows(rows)
+# ----------------------------------------------------------------------------- writing
+
+
+def inert(cell: object) -> object:
+    """``cell``, with a ``'`` in front when it is text a spreadsheet would run as a formula."""
+    if isinstance(cell, str) and cell.startswith(FORMULA_STARTS):
+        return "'" + cell
+    return cell
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically, readable and writable by its owner only."""
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-", suffix=".tmp")
     try:
+        os.fchmod(handle, 0o600)
         with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            stream.write(buffer.getvalue())
-        os.chmod(temporary, 0o644)
+            stream.write(text)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
 
 
-def grade_rows(book: Gradebook) -> list[list[object]]:
-    """The rows of ``grades.csv``, header first."""
-    exercises = [row["id"] for row in book.exercises()]
-    files = book.student_files()
-    graded = book.graded_submissions()
-    by_student: dict[str, list] = {}
-    for row in book.final_grades():
-        by_student.setdefault(row["student_id"], []).append(row)
+def write_csv(path: Path, rows: list[list[object]]) -> None:
+    """Write ``rows`` as CSV to ``path`` (see :func:`write_text`), every cell made inert."""
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows([[inert(c) for c in r] for r in rows])
+    write_text(path, buffer.getvalue())
+
+
+# ----------------------------------------------------------------------------- the class
+
+
+@dataclass
+class StudentRecord:
+    """What the gradebook says of one student."""
+
+    student_id: str
+    grades: list[Any] = field(default_factory=list)  # final_grades rows, in course order
+    files: list[Any] = field(default_factory=list)  # submission_flags rows, oldest first
+    invalid: list[Any] = field(default_factory=list)  # invalid files, newest first
+    superseded: list[Any] = field(default_factory=list)  # answers rows that do not count
+    similar: dict[str, Any] = field(default_factory=dict)  # exercise: similarity.Similar
+
+    def points(self) -> dict[str, int]:
+        return {r["exercise_id"]: r["points"] for r in self.grades if r["points"] is not None}
+
+    def counted_files(self) -> list[Any]:
+        """The files from which a counted answer comes, newest first."""
+        used = {r["sha256"] for r in self.grades if r["sha256"]}
+        return [f for f in reversed(self.files) if f["sha256"] in used]
+
+
+@dataclass
+class ClassRecord:
+    """Everything the reports show, read from the gradebook once."""
+
+    exercises: list[Any]
+    students: dict[str, StudentRecord]
+    graded: set[str]
+
+    @classmethod
+    def read(cls, book: Gradebook) -> ClassRecord:
+        from course_lib.grading.similarity import similar_answers
+
+        students = {s: StudentRecord(s) for s in book.students()}
+        for row in book.final_grades():
+            students[row["student_id"]].grades.append(row)
+        for row in book.flags():
+            students[row["student_id"]].files.append(row)
+        for student, rows in book.student_files().items():
+            students[student].invalid = [r for r in rows if r["status"] == "invalid"]
+        for row in book.answers():
+            if row["rank"] > 1:
+                students[row["student_id"]].superseded.append(row)
+        for (student, exercise_id), same in similar_answers(book).items():
+            students[student].similar[exercise_id] = same
+        return cls(book.exercises(), students, book.graded_submissions())
+
+    def not_graded(self, student: StudentRecord) -> list[Any]:
+        return [f for f in student.files if f["sha256"] not in self.graded]
+
+
+def short(sha256: str) -> str:
+    return sha256[:12]
+
+
+def file_label(created_utc: str, sha256: str) -> str:
+    """How notes name a file: its time and the start of its SHA-256."""
+    return f"file of {created_utc} ({short(sha256)})"
+
+
+# ----------------------------------------------------------------------------- grades.csv
+
+
+def student_notes(record: ClassRecord, student: StudentRecord) -> list[str]:
+    """The notes of a student's row in ``grades.csv``."""
+    notes = []
+    if not student.files:
+        reason = f": {student.invalid[0]['message']}" if student.invalid else ""
+        notes.append(f"no valid submission{reason}")
+    elif student.invalid:
+        notes.append(f"{len(student.invalid)} invalid file(s) not counted")
+    if len(student.files) > 1:
+        notes.append(f"{len(student.files)} files combined")
+    for row in student.grades:
+        if row["status"] not in (None, "ok"):
+            notes.append(f"{row['exercise_id']}: {row['status']}")
+        if row["superseded"]:
+            where = file_label(row["created_utc"], row["sha256"])
+            notes.append(
+                f"{row['exercise_id']}: {row['superseded']} answer(s) superseded by the {where}"
+            )
+        if row["flag"]:
+            where = file_label(row["created_utc"], row["sha256"])
+            notes.append(f"{row['exercise_id']}: only the flagged {where} answers it")
+        if row["override_points"] is not None:
+            notes.append(f"{row['exercise_id']} set by hand: {row['override_reason']}")
+    notes += flag_notes(student)
+    if student.files and record.not_graded(student):
+        notes.append("not graded yet")
+    return notes
+
+
+def flag_notes(student: StudentRecord) -> list[str]:
+    """A note for each flagged file of a student: why, and that it never wins."""
+    notes = []
+    for row in student.files:
+        if row["flag"]:
+            notes.append(
+                f"the {file_label(row['created_utc'], row['sha256'])} is flagged: "
+                f"{FLAG_REASONS[row['flag']]}; its answers count only where no other file "
+                "answers"
+            )
+    return notes
+
+
+def similar_cell(student: StudentRecord) -> str:
+    """The ``similar`` cell of a student: ``<exercise>: <other students>; ...``."""
+    return "; ".join(f"{e}: {', '.join(s.others)}" for e, s in sorted(student.similar.items()))
+
+
+def grade_rows(book: Gradebook, record: ClassRecord | None = None) -> list[list[object]]:
+    """The rows of ``grades.csv``: the header, the ``(max points)`` row, a row per student."""
+    record = record or ClassRecord.read(book)
+    exercises = [row["id"] for row in record.exercises]
+    worth = [row["points"] for row in record.exercises]
     rows: list[list[object]] = [
-        ["student_id", *exercises, "total", "submitted_utc", "submission", "notes"]
+        [
+            *("student_id", *exercises, "total", "files"),
+            *("submitted_utc", "submission", "notes", "similar"),
+        ],
+        [MAX_ROW, *worth, sum(worth), "", "", "", "", ""],
     ]
-    for student in book.students():
-        cells = by_student.get(student, [])
-        points = {r["exercise_id"]: r["points"] for r in cells if r["points"] is not None}
-        notes = []
-        counted = next((r["sha256"] for r in cells if r["sha256"]), None)
-        mine = files.get(student, [])
-        valid = [f for f in mine if f["status"] == "valid"]
-        invalid = [f for f in mine if f["status"] == "invalid"]
-        if counted is None:
-            reason = f": {invalid[0]['message']}" if invalid else ""
-            notes.append(f"no valid submission{reason}")
-        elif invalid:
-            notes.append(f"{len(invalid)} invalid file(s) not counted")
-        for row in cells:
-            if row["status"] not in (None, "ok"):
-                notes.append(f"{row['exercise_id']}: {row['status']}")
-            if row["override_points"] is not None:
-                notes.append(f"{row['exercise_id']} set by hand: {row['override_reason']}")
-        if counted is not None and counted not in graded:
-            notes.append("not graded yet")
-        created = next((f["created_utc"] for f in valid if f["sha256"] == counted), "")
+    for student in record.students.values():
+        points = student.points()
+        counted = student.counted_files()
         rows.append(
             [
-                student,
+                student.student_id,
                 *(points.get(e, "") for e in exercises),
                 sum(points.values()),
-                created,
-                counted or "",
-                "; ".join(notes),
+                len(student.files),
+                counted[0]["created_utc"] if counted else "",
+                " ".join(f["sha256"] for f in counted),
+                "; ".join(student_notes(record, student)),
+                "; ".join(
+                    f"{e}: {', '.join(s.others)}" for e, s in sorted(student.similar.items())
+                ),
             ]
         )
     return rows
+
+
+# ----------------------------------------------------------------------------- results.csv
 
 
 def result_rows(book: Gradebook) -> list[list[object]]:
@@ -130,10 +270,155 @@ def result_rows(book: Gradebook) -> list[list[object]]:
     return rows
 
 
+# ----------------------------------------------------------------------------- summary
+
+
+def failure(row: Any) -> str:
+    """What went wrong with a counted answer, numbers replaced by ``#`` so that the same
+    mistake reads the same for every student: the first failed check's message, or the
+    grader's message when no check ran."""
+    message = row["message"] or ""
+    try:
+        checks = json.loads(row["checks"] or "[]")
+    except ValueError:
+        checks = []
+    first = next((c for c in checks if c.get("status") == row["status"]), None)
+    if first is not None:
+        message = str(first.get("message", ""))
+    return f"{row['status']}: {NUMBER.sub('#', message)}"
+
+
+@dataclass
+class ExerciseSummary:
+    """How the class did on one exercise."""
+
+    exercise: Any
+    answered: int = 0
+    passed: int = 0
+    points: int = 0
+    failures: collections.Counter = field(default_factory=collections.Counter)
+
+    @property
+    def mean(self) -> float | None:
+        return self.points / self.answered if self.answered else None
+
+
+def summarise(record: ClassRecord) -> list[ExerciseSummary]:
+    """An :class:`ExerciseSummary` per exercise of the course, in the course's order."""
+    summaries = {row["id"]: ExerciseSummary(row) for row in record.exercises}
+    for student in record.students.values():
+        for row in student.grades:
+            if row["status"] is None:
+                continue
+            summary = summaries[row["exercise_id"]]
+            summary.answered += 1
+            summary.passed += row["status"] == "ok"
+            summary.points += row["points"] or 0
+            if row["status"] != "ok":
+                summary.failures[failure(row)] += 1
+    return list(summaries.values())
+
+
+def summary_rows(record: ClassRecord) -> list[list[object]]:
+    """The rows of ``summary.csv``, header first."""
+    header: list[object] = [
+        *("exercise_id", "chapter", "title", "max_points"),
+        *("students", "answered", "passed", "mean_points"),
+    ]
+    for rank in range(1, COMMON_FAILURES + 1):
+        header += [f"failure_{rank}", f"failure_{rank}_count"]
+    rows = [header]
+    for summary in summarise(record):
+        row = summary.exercise
+        common = summary.failures.most_common(COMMON_FAILURES)
+        common += [("", "")] * (COMMON_FAILURES - len(common))
+        rows.append(
+            [
+                row["id"],
+                row["chapter"],
+                row["title"],
+                row["points"],
+                len(record.students),
+                summary.answered,
+                summary.passed,
+                "" if summary.mean is None else f"{summary.mean:.2f}",
+                *(cell for pair in common for cell in pair),
+            ]
+        )
+    return rows
+
+
+def superseded_list(student: StudentRecord) -> str:
+    """``; superseded: <exercise ids>`` for a student with superseded answers, else ``""``."""
+    exercises = sorted({r["exercise_id"] for r in student.superseded})
+    return f"; superseded: {', '.join(exercises)}" if exercises else ""
+
+
+def printable(text: str) -> str:
+    """``text`` with every character a terminal would act on (escape sequences, other control
+    and format characters) written as a Python escape, so student text cannot move the cursor
+    or recolour the terminal."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def terminal_summary(book: Gradebook, *, limit: int = 20) -> list[str]:
+    """The lines printed after a run: the class per exercise, then the students whose files
+    were combined or flagged (at most ``limit`` lines each), made :func:`printable`."""
+    return [printable(line) for line in _summary_lines(book, limit)]
+
+
+def _summary_lines(book: Gradebook, limit: int) -> list[str]:
+    record = ClassRecord.read(book)
+    lines = ["Class summary (per exercise: answered, passed, mean points of those who answered):"]
+    for summary in summarise(record):
+        if not summary.answered:
+            continue
+        row = summary.exercise
+        line = (
+            f"  {row['id']}: {summary.answered} answered, {summary.passed} passed, "
+            f"mean {summary.mean:.1f} of {row['points']}"
+        )
+        if summary.failures:
+            text, count = summary.failures.most_common(1)[0]
+            line += f"; most common failure ({count}x): {text[:100]}"
+        lines.append(line)
+    combined = [
+        f"  {s.student_id}: {len(s.files)} files combined{superseded_list(s)}"
+        for s in record.students.values()
+        if len(s.files) > 1
+    ]
+    flagged = [f"  {s.student_id}: {n}" for s in record.students.values() for n in flag_notes(s)]
+    for title, found in (("Students with several files", combined), ("Flagged files", flagged)):
+        if found:
+            lines.append(f"{title} ({len(found)}):")
+            lines += found[:limit]
+            if len(found) > limit:
+                lines.append(f"  ... and {len(found) - limit} more (see {GRADES})")
+    return lines
+
+
+# ----------------------------------------------------------------------------- all files
+
+
 def write_reports(book: Gradebook, folder: str | os.PathLike) -> list[Path]:
-    """Write ``grades.csv`` and ``results.csv`` into ``folder``; return their paths."""
+    """Write every report into ``folder``; return the paths of the CSV files (``grades.csv``
+    and ``results.csv`` first) and of the feedback folder."""
+    from course_lib.grading.exports import write_exports
+    from course_lib.grading.feedback import write_feedback
+    from course_lib.grading.similarity import similar_rows
+
     folder = Path(folder)
-    paths = [folder / GRADES, folder / RESULTS]
-    _write(paths[0], grade_rows(book))
-    _write(paths[1], result_rows(book))
+    record = ClassRecord.read(book)
+    written = {
+        GRADES: grade_rows(book, record),
+        RESULTS: result_rows(book),
+        SUMMARY: summary_rows(record),
+        "similar.csv": similar_rows(record),
+    }
+    paths = []
+    for name, rows in written.items():
+        write_csv(folder / name, rows)
+        paths.append(folder / name)
+    paths += write_exports(record, folder)
+    paths.append(write_feedback(book, record, folder))
     return paths
