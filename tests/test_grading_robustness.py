@@ -31,10 +31,10 @@ from test_grading import (
     write,
 )
 
+from course_lib.exercises._runner import descendants
 from course_lib.grading.gradebook import Gradebook
 from course_lib.grading.inprogress import run_is_gone
 from course_lib.grading.inputs import read_submission_file
-from course_lib.grading.sandbox import _descendants
 from course_lib.grading.text import terminal_safe
 
 # ----------------------------------------------------------------------------- unreadable files
@@ -244,7 +244,7 @@ def start_grading(inbox: Path, out: Path, *options: object) -> subprocess.Popen:
 def kill(grading: subprocess.Popen) -> list[int]:
     """Kill ``course-grade`` with SIGKILL, as an answer could; return the processes it had
     started (its workers), which it could not stop."""
-    orphans = _descendants(grading.pid)[1:]
+    orphans = descendants(grading.pid)
     grading.kill()
     grading.wait()
     return orphans

@@ -703,35 +703,44 @@ def _vm_size() -> int:
     return 0
 
 
-def _processes() -> dict[int, tuple[int, str]]:
-    """Every process in ``/proc``: its parent and its state (``{}`` without ``/proc``)."""
+def process_stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (state, ppid, pgrp, session,
+    ...), or ``None`` when there is no such process (or no ``/proc``)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def processes() -> dict[int, list[str]]:
+    """Every visible process: its pid and the fields of its ``stat`` (``{}`` without
+    ``/proc``)."""
     found = {}
     with contextlib.suppress(OSError):
         for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    fields = stat.read().rsplit(")", 1)[1].split()
-                found[int(entry)] = (int(fields[1]), fields[0])
-            except (OSError, IndexError, ValueError):
-                continue
+            if entry.isdigit() and (fields := process_stat(int(entry))) is not None:
+                found[int(entry)] = fields
     return found
 
 
-def _descendants(root: int) -> list[int]:
-    """The living (not zombie) processes below ``root``."""
-    processes = _processes()
+def descendants(root: int, table: dict[int, list[str]] | None = None) -> list[int]:
+    """The processes below ``root`` (zombies included), nearest first."""
+    table = processes() if table is None else table
     children: dict[int, list[int]] = {}
-    for pid, (parent, _) in processes.items():
-        children.setdefault(parent, []).append(pid)
-    found, todo = [], list(children.get(root, []))
+    for pid, fields in table.items():
+        children.setdefault(int(fields[1]), []).append(pid)
+    found, todo = [], sorted(children.get(root, []))
     while todo:
-        pid = todo.pop()
-        if processes[pid][1] != "Z":
-            found.append(pid)
-        todo += children.get(pid, [])
+        pid = todo.pop(0)
+        found.append(pid)
+        todo += sorted(children.get(pid, []))
     return found
+
+
+def _living_descendants(root: int) -> list[int]:
+    table = processes()
+    return [pid for pid in descendants(root, table) if table[pid][0] != "Z"]
 
 
 def _kill_until_none(find: Callable[[], list[int]], pause: float) -> None:
@@ -757,7 +766,7 @@ def _kill_strays(child: int, pid_namespace: bool) -> None:
     """
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(child, signal.SIGSTOP)
-    _kill_until_none(lambda: _descendants(child), 0.002)
+    _kill_until_none(lambda: _living_descendants(child), 0.002)
     for kill in (os.killpg, os.kill):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             kill(child, signal.SIGKILL)
@@ -766,8 +775,8 @@ def _kill_strays(child: int, pid_namespace: bool) -> None:
         _kill_until_none(
             lambda: [
                 pid
-                for pid, (_, state) in _processes().items()
-                if pid not in (1, me, child) and state != "Z"  # init reaps zombies
+                for pid, fields in processes().items()
+                if pid not in (1, me, child) and fields[0] != "Z"  # init reaps zombies
             ],
             0.01,
         )

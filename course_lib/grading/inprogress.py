@@ -19,9 +19,9 @@ import contextlib
 import os
 import secrets
 
+from course_lib.exercises._runner import process_stat
 from course_lib.grading.gradebook import Gradebook
 from course_lib.grading.grader import Grade, Plan
-from course_lib.grading.sandbox import process_stat
 
 __all__ = ["KILLED_GRADER", "InProgress", "run_is_gone", "this_run"]
 

@@ -44,7 +44,14 @@ from pathlib import Path
 from typing import Any
 
 from course_lib.exercises import _runner
-from course_lib.exercises._runner import ProtocolError, read_message, write_message
+from course_lib.exercises._runner import (
+    ProtocolError,
+    descendants,
+    process_stat,
+    processes,
+    read_message,
+    write_message,
+)
 from course_lib.grading import _worker
 
 __all__ = ["Job", "Limits", "Sandbox", "SandboxUnavailable", "Worker", "WorkerPool"]
@@ -291,41 +298,9 @@ class Sandbox:
         return [python, "-I", "-S", str(script), json.dumps(config)], _minimal_environment(folder)
 
 
-def process_stat(pid: int) -> list[str] | None:
-    """The fields of ``/proc/PID/stat`` after the command name (state, ppid, pgrp, session,
-    ...), or ``None`` when there is no such process."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
-def _processes() -> dict[int, list[str]]:
-    """Every visible process: its pid and the fields of its ``stat``."""
-    found = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and (fields := process_stat(int(entry))) is not None:
-            found[int(entry)] = fields
-    return found
-
-
-def _descendants(root: int) -> list[int]:
-    """``root`` and the processes below it, nearest first."""
-    children: dict[int, list[int]] = {}
-    for pid, fields in _processes().items():
-        children.setdefault(int(fields[1]), []).append(pid)
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop(0)
-        found.append(pid)
-        todo += sorted(children.get(pid, []))
-    return found
-
-
 def _session(session: int) -> list[int]:
     """The processes of a session (its leader's pid)."""
-    return [pid for pid, fields in _processes().items() if fields[3] == str(session)]
+    return [pid for pid, fields in processes().items() if fields[3] == str(session)]
 
 
 def _runs_worker(pid: int, script: str) -> bool:
@@ -387,7 +362,7 @@ class Worker:
         assert self.process is not None
         if self.sandbox.kind != "bwrap":
             return self.process.pid
-        below = _descendants(self.process.pid)
+        below = [self.process.pid, *descendants(self.process.pid)]
         return next((pid for pid in below if _runs_worker(pid, WORKER_IN_SANDBOX)), None)
 
     def stopped(self) -> bool:
