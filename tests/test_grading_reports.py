@@ -339,3 +339,24 @@ def test_an_existing_gradebook_is_made_readable_by_its_owner_only(tmp_path):
     path.chmod(0o644)
     Gradebook(path).close()
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_feedback_shows_why_a_whole_answer_was_refused_as_the_check_said(tmp_path):
+    (tmp_path / "in").mkdir()
+    reads_a_tensor = {
+        "function": "positional_encoding",
+        "source": "import torch\n\ndef positional_encoding(max_len, d_model):\n"
+        "    return BASE[:max_len, :d_model]\n",
+        "missing": ["BASE"],
+    }
+    broken = "def layer_norm(x, gain, bias, eps)\n    return x\n"
+    entries = [
+        entry("positional-encoding", reads_a_tensor),
+        code(broken, "layer_norm", "layer-norm"),
+    ]
+    write(tmp_path / "in", "hal", document("hal", entries))
+    grade(tmp_path / "in", "--out", tmp_path / "out", "--seed", SEED, "--quiet")
+    page = (tmp_path / "out" / "feedback" / "hal.html").read_text()
+    assert "positional_encoding reads BASE, defined elsewhere in the notebook" in page
+    assert "the source is not valid Python (line 1)" in page
+    assert "hidden case 1" not in page

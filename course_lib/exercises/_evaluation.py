@@ -40,6 +40,7 @@ from course_lib.exercises._registry import Case, Check, CodeExercise
 
 __all__ = [
     "STATUSES",
+    "WHOLE_ANSWER_CHECKS",
     "Prepared",
     "Verdict",
     "blocked_functions",
@@ -60,6 +61,8 @@ COURSE_LIB_USED = (
 COURSE_LIB_ERROR = re.compile(r"No module named '?course_lib")
 MAX_STORED_OUTPUT = 10_000
 CHECK_STATUS = {"fail": "fail", "invalid": "fail", "error": "error", "timeout": "timeout"}
+# Checks about the answer as a whole, not about one input: their messages quote no input.
+WHOLE_ANSWER_CHECKS = ("signature", "source", "definition", "run", "result")
 
 
 @dataclass(frozen=True)

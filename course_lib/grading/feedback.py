@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from course_lib.exercises import CodeExercise, UnknownExerciseError, get_exercise
+from course_lib.exercises._evaluation import WHOLE_ANSWER_CHECKS
 
 if TYPE_CHECKING:
     from course_lib.grading.gradebook import Gradebook
@@ -128,13 +129,14 @@ def _hidden_message(status: str, message: str) -> str:
 
 def shown_checks(checks: Iterable[dict[str, Any]], public: set[str]) -> list[tuple[str, str, str]]:
     """(name, status, message) of each check as a student may see it: checks on hidden inputs
-    are numbered and their messages reduced to their kind."""
+    are numbered and their messages reduced to their kind; checks of the answer as a whole
+    (its signature, its source, its definition) are shown as they are."""
     shown = []
     hidden = 0
     for check in checks:
         name, status = str(check.get("name", "")), str(check.get("status", ""))
         message = str(check.get("message", ""))
-        if name == "signature" or name in public:
+        if name in WHOLE_ANSWER_CHECKS or name in public:
             shown.append((name, status, message))
         else:
             hidden += 1
