@@ -11,9 +11,15 @@ valid file is graded; for each student and exercise the newest answer counts. Th
 Modules, one concept each:
 
 - :mod:`~course_lib.grading.inputs`: finding and reading submission files;
-- :mod:`~course_lib.grading.grader`: grading one submission, statuses and points;
+- :mod:`~course_lib.grading.grader`: grading one submission, statuses and points (a code
+  answer is judged by :mod:`course_lib.exercises._evaluation`, as the student's check
+  judges it);
 - :mod:`~course_lib.grading.sandbox`: the workers that run students' code, in bubblewrap;
-  ``_worker.py`` is what runs inside;
+  ``_worker.py`` is what runs inside, with the answer runner
+  :mod:`course_lib.exercises._runner` beside it;
+- :mod:`~course_lib.grading.inprogress`: marks of the answers running, so that a run killed
+  by an answer records it on the next run;
+- :mod:`~course_lib.grading.text`: student text made safe to print on a terminal;
 - :mod:`~course_lib.grading.gradebook`: the SQLite gradebook;
 - :mod:`~course_lib.grading.batch`: grading everything that is not graded yet;
 - :mod:`~course_lib.grading.report`: grades.csv, results.csv, summary.csv and the summary
