@@ -9,6 +9,7 @@ an answer passes its check exactly when grading gives it full points.
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from test_layer_exercises import WRONG_ENCODER_LAYERS, WRONG_LAYER_NORMS
 from test_transformer_at_work_exercises import WRONG_CACHE_STEPS, WRONG_GREEDY, WRONG_LOSSES
 
 from course_lib.exercises import evaluate, get_exercise
+from course_lib.grading.grader import Grader, Settings
 from solutions import SOLUTIONS
 
 model_encoding = SOLUTIONS["positional-encoding"]  # carried with the answers below
@@ -56,6 +58,12 @@ def encoding_with_module_aliases(max_len, d_model):
 
 
 DTYPE = torch.float64  # a notebook global that is written into the submission
+SCALE = np.float64(10000.0)  # a NumPy number: written as a plain float
+
+
+def encoding_with_a_numpy_constant(max_len, d_model):
+    angle = torch.arange(max_len)[:, None] * SCALE ** (-torch.arange(0, d_model, 2) / d_model)
+    return torch.stack([angle.sin(), angle.cos()], dim=-1).reshape(max_len, d_model).float()
 
 
 def encoding_in_a_global_dtype(max_len, d_model):
@@ -92,6 +100,7 @@ NOTEBOOK_WAYS = [
     encoding_with_a_helper,
     encoding_with_module_aliases,
     encoding_in_a_global_dtype,
+    encoding_with_a_numpy_constant,
     encoding_as_a_lambda,
     encoding_from_my_own_module,
 ]
@@ -147,6 +156,7 @@ def test_the_model_answers_and_the_notebook_ways_that_carry_everything_pass_both
     assert "positional-encoding-encoding_with_a_helper" in passing
     assert "positional-encoding-encoding_with_module_aliases" in passing
     assert "positional-encoding-encoding_in_a_global_dtype" in passing
+    assert "positional-encoding-encoding_with_a_numpy_constant" in passing
 
 
 def test_a_notebook_global_is_named_with_how_to_fix_it_before_any_score():
@@ -169,3 +179,28 @@ def test_an_import_of_the_students_own_module_is_refused_as_grading_refuses_it()
     assert "No module named 'solutions' (answers may import the standard library, torch" in (
         result.checks[1].message
     )
+
+
+def slow_encoding(max_len, d_model):
+    import time
+
+    time.sleep(0.5)
+    return model_encoding(max_len, d_model)
+
+
+def test_more_time_shows_a_slow_answers_results_but_the_check_fails_as_grading_would():
+    exercise = dataclasses.replace(get_exercise("positional-encoding"), timeout=2.0)
+    checks, _ = exercise.grade(slow_encoding, timeout=30)
+    assert all(c.passed for c in checks[:-1])  # every result was shown, and right
+    assert checks[-1].name == "grading's time limit" and checks[-1].status == "timeout"
+    assert "grading stops it after 2 s and it would earn nothing" in checks[-1].message
+
+
+def test_a_submissions_code_may_take_the_sum_of_its_exercises_limits_by_default():
+    records = [
+        entry(e, get_exercise(e).answer_record(SOLUTIONS[e]))
+        for e in ("positional-encoding", "pe-offset-rotation", "layer-norm")
+    ]
+    plan = Grader(Settings(seed=SEED)).plan(document("zoe", records))
+    assert plan.job("zoe", None).timeout == 30.0
+    assert plan.job("zoe", 12.0).timeout == 12.0

@@ -291,6 +291,7 @@ def test_a_known_wrong_value_gets_its_explanation_without_the_answer(answer, fai
     "answer, message",
     [
         ("0.9, 0.1", "expected 4 numbers, got 2"),
+        ("1,050,624", "expected 4 numbers, got 3"),
         ("0.909, minus 0.4", "'minus' is not a number"),
         (object(), "expected a number or a list of numbers, got object"),
         ([0.909, -0.416, 0.02, float("nan")], "nan is not a finite number"),
@@ -459,7 +460,7 @@ def test_an_error_in_student_code_says_what_and_where():
     message = result.checks[1].message
     assert result.checks[1].status == "error"
     assert message.startswith("RuntimeError: mat1 and mat2 shapes cannot be multiplied")
-    assert "of raises: return table @ torch.zeros(3, 3))" in message
+    assert "(line 3 of raises: return table @ torch.zeros(3, 3))" in message  # as in its cell
 
 
 def test_sys_exit_in_student_code_is_a_failed_check_not_the_end_of_the_kernel():
@@ -638,3 +639,15 @@ def test_an_answer_just_outside_the_tolerance_fails(exercise_id):
     verdict = run_locally(exercise, answer, seed=exercise.seed, timeout=exercise.timeout)
     assert verdict.status == "fail", verdict.message
     assert "differ by more than the tolerance" in verdict.message
+
+
+def test_a_number_written_with_thousands_separators_is_explained():
+    result = evaluate("mha-parameter-count", "1,050,624", record=False)
+    assert result.checks[0].message == (
+        "expected 1 number, got 3; write the number without separators: 1050624"
+    )
+
+
+def test_a_large_number_is_shown_in_full():
+    result = evaluate("mha-parameter-count", "1048576", record=False)
+    assert result.checks[1].message.startswith("1048576 is not right")

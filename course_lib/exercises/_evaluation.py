@@ -134,10 +134,7 @@ def refusal(exercise: CodeExercise, answer: dict[str, Any]) -> Verdict | None:
     function = answer.get("function") or exercise.function
     if source is None:
         note = answer.get("note") or "the source could not be recorded"
-        message = (
-            f"the submission has no source: {note}. Define the function with def in a "
-            "notebook cell, then check again"
-        )
+        message = f"the submission has no source: {note}"
         return _single("invalid", "source", message)
     missing = answer.get("missing") or []
     if missing:
@@ -253,9 +250,10 @@ def _interpret(
     messages = [m for m in outcome.get("messages", []) if isinstance(m, dict)]
     extra = {"output": _output(outcome, messages), "seconds": float(outcome.get("seconds") or 0)}
     if status == "skipped":
+        limit_text = "" if submission_limit is None else f" of {submission_limit:g} s"
         message = (
-            f"not run: the submission's code used up its time limit of "
-            f"{submission_limit:g} s on earlier exercises"
+            f"not run: the submission's code used up its time limit{limit_text} on earlier "
+            "exercises"
         )
         return _single("timeout", "run", message, **extra)
     if status in ("worker lost", "worker error"):

@@ -299,15 +299,30 @@ class CodeExercise(Exercise):
         signature = self._signature_check(answer)
         if not signature.passed:
             return [signature], ""
+        limit = self.timeout if timeout is None else timeout
         verdict = run_locally(
             self,
             self.answer_record(answer),
             seed=self.seed if seed is None else seed,
-            timeout=self.timeout if timeout is None else timeout,
+            timeout=limit,
         )
         if verdict.not_attempted:
             return [], verdict.output
-        return list(verdict.checks), verdict.output
+        checks = list(verdict.checks)
+        if verdict.seconds > self.timeout and verdict.status != "timeout":
+            checks.append(self._grading_time_check(verdict.seconds))
+        return checks, verdict.output
+
+    def _grading_time_check(self, seconds: float) -> Check:
+        """The check that an answer given more time than grading gives fails: it would be
+        stopped there."""
+        return Check(
+            "grading's time limit",
+            "timeout",
+            f"the answer took {seconds:.1f} s in all; grading stops it after {self.timeout:g} "
+            "s and it would earn nothing: make it faster (a larger timeout only lets you see "
+            "its results)",
+        )
 
     def answer_record(self, answer: object) -> dict[str, Any]:
         """``{"function": name, "source": text}``: the name of the student's function (which
@@ -317,7 +332,8 @@ class CodeExercise(Exercise):
         name = getattr(answer, "__name__", "")
         if not isinstance(name, str) or not name.isidentifier():
             return {"function": self.function, "source": None,
-                    "note": "only functions defined with def can be submitted"}  # fmt: skip
+                    "note": "only functions defined with def can be submitted: define it "
+                            "with def in a notebook cell, then check again"}  # fmt: skip
         try:
             source = function_source(answer)  # type: ignore[arg-type]
         except SourceUnavailable as error:
@@ -422,6 +438,10 @@ def parse_numbers(answer: object) -> Tensor:
         ) from None
 
 
+def _count(size: int) -> str:
+    return "1 number" if size == 1 else f"{size} numbers"
+
+
 def _is_float(text: str) -> bool:
     try:
         float(text)
@@ -463,22 +483,25 @@ class ValueExercise(Exercise):
         except ValueError as error:
             return [Check("how many numbers", "fail", str(error))], ""
         if got.numel() != expected.numel():
-            message = f"expected {expected.numel()} numbers, got {got.numel()}"
-            if isinstance(answer, str) and re.search(r"\d,\d", answer):
+            message = f"expected {_count(expected.numel())}, got {got.numel()}"
+            if isinstance(answer, str) and re.fullmatch(r"\s*\d{1,3}(,\d{3})+\s*", answer):
+                plain = answer.replace(",", "").strip()
+                message += f"; write the number without separators: {plain}"
+            elif isinstance(answer, str) and re.search(r"\d,\d", answer):
                 message += "; write decimals with a point (0.5, not 0,5)"
             return [Check("how many numbers", "fail", message)], ""
-        checks = [Check("how many numbers", "pass", f"{got.numel()} numbers")]
+        checks = [Check("how many numbers", "pass", _count(got.numel()))]
         for name, want, have in zip(self._names(expected.numel()), expected, got, strict=True):
             if not math.isfinite(have):
                 checks.append(Check(name, "fail", f"{float(have)} is not a finite number"))
             elif abs(float(have - want)) <= self.atol:
-                checks.append(Check(name, "pass", f"{float(have):g} is right (±{self.atol:g})"))
+                checks.append(Check(name, "pass", f"{float(have):.10g} is right (±{self.atol:g})"))
             else:
                 checks.append(
                     Check(
                         name,
                         "fail",
-                        f"{float(have):g} is not right "
+                        f"{float(have):.10g} is not right "
                         f"(answers within ±{self.atol:g} are accepted)",
                     )
                 )

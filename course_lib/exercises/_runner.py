@@ -324,12 +324,21 @@ class _CappedText(io.TextIOBase):
 
 
 def _where(error: BaseException) -> str:
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == SOURCE_NAME]
-    if not frames:
+    """``" (line 4 of positional_encoding: angle = ...)"``: where in the submitted code the
+    error came from, the line counted from the ``def`` (line 1), as in the student's cell."""
+    found = [
+        (frame, lineno)
+        for frame, lineno in traceback.walk_tb(error.__traceback__)
+        if frame.f_code.co_filename == SOURCE_NAME
+    ]
+    if not found:
         return ""
-    frame = frames[-1]
-    line = f": {frame.line.strip()}" if frame.line else ""
-    return f" (line {frame.lineno} of {frame.name}{line})"
+    frame, lineno = found[-1]
+    text = linecache.getline(SOURCE_NAME, lineno).strip()
+    shown = f": {text}" if text else ""
+    if frame.f_code.co_name == "<module>":
+        return f" (line {lineno} of the submitted source{shown})"
+    return f" (line {lineno - frame.f_code.co_firstlineno + 1} of {frame.f_code.co_name}{shown})"
 
 
 def describe_error(error: BaseException, limits: dict[str, Any]) -> str:

@@ -28,6 +28,7 @@ import types
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
+import numpy
 import torch
 
 from course_lib.exercises._runner import importable_in_grading
@@ -75,6 +76,23 @@ def _global_names(code: types.CodeType) -> Iterator[str]:
             yield from _global_names(constant)
 
 
+def _plain(value: object) -> object:
+    """``value`` with NumPy scalars and subclasses of the number types (``np.float64``) made
+    plain Python numbers, inside containers too, so that its ``repr`` needs no import."""
+    if isinstance(value, numpy.generic) and value.shape == ():
+        value = value.item()
+    if isinstance(value, bool) or value is None:
+        return value
+    for kind in (int, float, complex, str, bytes):
+        if isinstance(value, kind) and type(value) is not kind:
+            return kind(value)
+    if isinstance(value, (tuple, list, frozenset, set)):
+        return type(value)(_plain(item) for item in value)
+    if isinstance(value, dict):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    return value
+
+
 def _is_literal(value: object) -> bool:
     if isinstance(value, float):
         return math.isfinite(value)  # repr(inf) is not Python
@@ -90,7 +108,14 @@ def _source_of(obj: object) -> str:
         return textwrap.dedent(inspect.getsource(obj)).rstrip() + "\n"  # type: ignore[arg-type]
     except (OSError, TypeError) as error:
         name = getattr(obj, "__name__", repr(obj))
-        raise SourceUnavailable(f"the source of {name} cannot be read ({error})") from None
+        advice = ""
+        if inspect.isclass(obj):
+            advice = (
+                ": a class defined in a notebook cell cannot be read back on this Python; "
+                "write it as functions, or put it in a .py file beside the notebook and import "
+                "it from there"
+            )
+        raise SourceUnavailable(f"the source of {name} cannot be read ({error}){advice}") from None
 
 
 class FunctionSource(NamedTuple):
@@ -167,8 +192,8 @@ def function_source(func: Callable) -> FunctionSource:
                 if value.__name__ != name:
                     aliases[name] = value.__name__
                 pending.append(value)
-            elif _is_literal(value):
-                constants[name] = f"{name} = {value!r}"
+            elif _is_literal(_plain(value)):
+                constants[name] = f"{name} = {_plain(value)!r}"
             elif isinstance(value, torch.dtype):  # written as torch.float32
                 imports.setdefault("torch", "import torch")
                 constants[name] = f"{name} = {value!r}"

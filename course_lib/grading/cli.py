@@ -107,8 +107,8 @@ def _add_running(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--submission-timeout",
         type=_positive(float),
-        default=60.0,
-        help="wall-clock seconds for all code exercises of one submission (default %(default)g)",
+        help="wall-clock seconds for all code exercises of one submission (default: the sum "
+        "of their own limits, so an answer that passed its check is never cut short)",
     )
     parser.add_argument(
         "--memory",

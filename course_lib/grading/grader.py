@@ -50,13 +50,15 @@ class Settings:
         seed: the grading seed: the random inputs of code exercises are drawn from it.
         timeout: wall-clock seconds for all inputs of one code exercise; ``None``: each
             exercise's own limit (the one students' checks use, 10 s by default).
-        submission_timeout: wall-clock seconds for all code exercises of one submission.
+        submission_timeout: wall-clock seconds for all code exercises of one submission;
+            ``None``: the sum of their own limits, so that an answer that passed its check
+            within its limit is never cut short by the answers before it.
         limits: memory, processes and file size of the process running one exercise.
     """
 
     seed: int
     timeout: float | None = None
-    submission_timeout: float = 60.0
+    submission_timeout: float | None = None
     limits: Limits = field(default_factory=Limits)
 
 
@@ -100,8 +102,13 @@ class Plan:
     tasks: list[dict[str, Any]]
     exercises: list[CodeExercise]
 
-    def job(self, key: Any, timeout: float) -> Job | None:
-        return Job(key, self.tasks, timeout) if self.tasks else None
+    def job(self, key: Any, timeout: float | None) -> Job | None:
+        """The code to run, within ``timeout`` seconds in all (``None``: the sum of the
+        tasks' own limits)."""
+        if not self.tasks:
+            return None
+        total = timeout if timeout is not None else sum(t["timeout"] for t in self.tasks)
+        return Job(key, self.tasks, total)
 
 
 class Grader:
