@@ -196,6 +196,13 @@ def test_normalising_keeps_what_the_code_does():
     assert normalised_source("def (") is None
 
 
+def test_how_a_module_is_imported_does_not_hide_a_copy():
+    plain = normalised_source("import torch\ndef f(a):\n    return torch.sin(a)\n")
+    aliased = normalised_source("import torch as T\ndef g(b):\n    return T.sin(b)\n")
+    other = normalised_source("import numpy as T\ndef g(b):\n    return T.sin(b)\n")
+    assert plain == aliased != other
+
+
 # ----------------------------------------------------------------------------- feedback
 
 
@@ -360,3 +367,19 @@ def test_feedback_shows_why_a_whole_answer_was_refused_as_the_check_said(tmp_pat
     assert "positional_encoding reads BASE, defined elsewhere in the notebook" in page
     assert "the source is not valid Python (line 1)" in page
     assert "hidden case 1" not in page
+
+
+def test_student_ids_differing_only_in_capitals_are_pointed_out(tmp_path):
+    (tmp_path / "in").mkdir()
+    for student in ("ana.perez", "Ana.Perez"):
+        write(tmp_path / "in", student, document(student, [RIGHT["pe-doubled-index-bug"]]))
+    status, printed = grade(tmp_path / "in", "--out", tmp_path / "out", "--seed", SEED, "--quiet")
+    assert status == 0
+    assert "Student ids that differ only in capitals (graded as different students) (1):" in (
+        printed
+    )
+    assert "  Ana.Perez and ana.perez" in printed
+
+
+def test_the_lock_file_is_readable_by_its_owner_only(graded):
+    assert stat.S_IMODE((graded.out / ".course-grade.lock").stat().st_mode) == 0o600

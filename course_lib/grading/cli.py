@@ -170,7 +170,7 @@ def open_gradebook(out: str) -> Iterator[Gradebook]:
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"--out {out}: exists and is not a folder")
     folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / LOCK, "w") as lock:
+    with open(os.open(folder / LOCK, os.O_WRONLY | os.O_CREAT, 0o600), "w") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

@@ -36,6 +36,7 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -361,6 +362,15 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
+def case_twins(students: Iterable[str]) -> list[list[str]]:
+    """Groups of student ids that are the same but for capitals (``ana.perez``,
+    ``Ana.Perez``): probably one student, graded as several."""
+    groups: dict[str, list[str]] = {}
+    for student in students:
+        groups.setdefault(student.casefold(), []).append(student)
+    return [sorted(ids) for _, ids in sorted(groups.items()) if len(ids) > 1]
+
+
 def terminal_summary(book: Gradebook, *, limit: int = 20) -> list[str]:
     """The lines printed after a run: the class per exercise, then the students whose files
     were combined or flagged (at most ``limit`` lines each), made :func:`printable`."""
@@ -388,7 +398,12 @@ def _summary_lines(book: Gradebook, limit: int) -> list[str]:
         if len(s.files) > 1
     ]
     flagged = [f"  {s.student_id}: {n}" for s in record.students.values() for n in flag_notes(s)]
-    for title, found in (("Students with several files", combined), ("Flagged files", flagged)):
+    twins = [f"  {' and '.join(ids)}" for ids in case_twins(record.students)]
+    for title, found in (
+        ("Students with several files", combined),
+        ("Flagged files", flagged),
+        ("Student ids that differ only in capitals (graded as different students)", twins),
+    ):
         if found:
             lines.append(f"{title} ({len(found)}):")
             lines += found[:limit]

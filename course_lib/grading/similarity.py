@@ -62,8 +62,10 @@ class _Renamer(ast.NodeTransformer):
     visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _definition
 
     def visit_alias(self, node: ast.alias) -> ast.alias:
-        if node.asname:
-            node.asname = self.rename(node.asname)
+        """The name an import binds is renamed: ``import torch`` and ``import torch as T``
+        bind a name of the same canonical form."""
+        if node.name != "*":
+            node.asname = self.rename(node.asname or node.name.split(".")[0])
         return node
 
 
