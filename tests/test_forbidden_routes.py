@@ -243,3 +243,13 @@ def test_the_blocks_live_in_the_process_that_runs_the_answer_only():
     evaluate("layer-norm", by_torch_layer_norm, record=False)
     x = torch.randn(2, 3)
     assert torch.allclose(torch.layer_norm(x, (3,)), F.layer_norm(x, (3,)))
+
+
+def test_without_fork_a_route_is_refused_too_and_the_block_is_lifted_after(monkeypatch):
+    from course_lib.exercises import _evaluation
+
+    monkeypatch.setattr(_evaluation, "can_fork", lambda: False)
+    result = evaluate("layer-norm", by_torch_layer_norm, record=False)
+    assert REFUSED in result.checks[1].message
+    x = torch.randn(2, 3)
+    assert torch.allclose(torch.layer_norm(x, (3,)), F.layer_norm(x, (3,)))
