@@ -309,7 +309,7 @@ class CodeExercise(Exercise):
         if verdict.not_attempted:
             return [], verdict.output
         checks = list(verdict.checks)
-        if verdict.seconds > self.timeout and verdict.status != "timeout":
+        if limit > self.timeout and verdict.seconds > self.timeout and verdict.status != "timeout":
             checks.append(self._grading_time_check(verdict.seconds))
         return checks, verdict.output
 
