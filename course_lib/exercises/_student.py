@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,10 +35,18 @@ def _record(exercise: Exercise, answer: object, result: Result) -> None:
         entry["result"] = result.to_dict()
         entry["attempts"] = entry.get("attempts", 0) + 1
 
+    _save(exercise, change)
+
+
+def _save(exercise: Exercise, change: Callable[[dict[str, Any]], None]) -> bool:
+    """Apply ``change`` to the progress file; where it cannot be written, warn with what to
+    do and return ``False`` (what was shown stays shown)."""
     try:
         _store.update(change)
     except _store.ProgressNotSaved as error:
-        warnings.warn(f"{exercise.id}: {error.strerror}", RuntimeWarning, stacklevel=4)
+        warnings.warn(f"{exercise.id}: {error.strerror}", RuntimeWarning, stacklevel=5)
+        return False
+    return True
 
 
 def evaluate(
@@ -111,10 +120,7 @@ def _reveal(exercise: Exercise) -> int:
         shown = min(entry.get("hints_shown", 0) + 1, len(exercise.hints))
         entry["hints_shown"] = shown
 
-    try:
-        _store.update(change)
-    except _store.ProgressNotSaved as error:  # show the hint all the same
-        warnings.warn(f"{exercise.id}: {error.strerror}", RuntimeWarning, stacklevel=4)
+    if not _save(exercise, change):  # show the hint all the same
         change(_store.load())
     return shown
 
