@@ -23,6 +23,7 @@ other step is the one the student's check takes.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import math
 import multiprocessing
 import os
@@ -307,10 +308,7 @@ def _interpret(
             message = COURSE_LIB_USED.format(detail=check.message)
             return Verdict("error", message, tuple(checks), **extra)
     verdict = judge(checks, **extra)
-    if stub:
-        return Verdict(verdict.status, verdict.message, verdict.checks, verdict.output,
-                       verdict.seconds, not_attempted=True)  # fmt: skip
-    return verdict
+    return dataclasses.replace(verdict, not_attempted=True) if stub else verdict
 
 
 def _stop_message(outcome: dict[str, Any], limit: float, submission_limit: float | None) -> str:
