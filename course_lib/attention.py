@@ -278,10 +278,17 @@ class MultiHeadAttention(nn.Module):
     ``w_q``, and likewise for keys and values; :meth:`split_heads` cuts the projected features
     into the heads, :meth:`merge_heads` concatenates the heads' outputs before ``w_o``.
 
+    ``d_head = d_model / h`` is the paper's choice (``d_k = d_v = d_model / h``), which this
+    class follows; the formula itself only needs ``W^O`` to be ``(h d_v, d_model)``, and some
+    models use other head widths (T5-3B: 32 heads of 128 features, ``d_model = 1024``).
+
     Args:
         d_model: size of the inputs and outputs.
-        num_heads: number of heads ``h``; must divide ``d_model``.
-        dropout: probability of dropping attention weights in training, as in the paper.
+        num_heads: number of heads ``h``; must divide ``d_model`` (this class's choice, above).
+        dropout: probability of dropping attention weights in training. The paper does not
+            describe this dropout (its section 5.4 drops each sublayer's output and the sums
+            of embeddings and positional encodings); PyTorch's ``nn.MultiheadAttention`` does
+            it, and so does the authors' tensor2tensor code (its ``attention_dropout``).
         bias: whether the four linear layers have biases.
 
     Shape:
@@ -301,8 +308,9 @@ class MultiHeadAttention(nn.Module):
         if d_model % num_heads:
             choices = [h for h in range(1, d_model + 1) if d_model % h == 0]
             raise ValueError(
-                f"d_model={d_model} is not divisible by num_heads={num_heads}: each head gets "
-                f"d_model / num_heads features; num_heads could be one of {choices[:12]}"
+                f"d_model={d_model} is not divisible by num_heads={num_heads}: this class "
+                "gives each head d_model / num_heads features (the paper's choice, not a "
+                f"rule of attention); num_heads could be one of {choices[:12]}"
             )
         if not 0.0 <= float(dropout) < 1.0:
             raise ValueError(f"dropout must be a probability in [0, 1), got {dropout!r}")

@@ -399,6 +399,15 @@ def test_dropout_acts_on_the_weights_in_training_only():
     torch.testing.assert_close(dropped[kept], 2 * weights[kept])  # the rest scaled by 1/(1-p)
 
 
+def test_in_eval_mode_dropout_is_off_on_the_fused_path_too():
+    torch.manual_seed(0)
+    ours = MultiHeadAttention(16, 4, dropout=0.5).eval()
+    x = torch.randn(2, 6, 16)
+    explicit, _ = ours(x, x, x)
+    fused, _ = ours(x, x, x, need_weights=False)
+    torch.testing.assert_close(fused, explicit)
+
+
 def test_gradients_reach_every_parameter_and_every_input():
     ours = MultiHeadAttention(16, 4)
     decoder = torch.randn(2, 3, 16, requires_grad=True)
@@ -455,6 +464,11 @@ def test_bad_sizes_are_refused_when_the_module_is_built(kwargs, error, message):
 
 def test_the_divisibility_error_suggests_head_counts_that_work():
     with pytest.raises(ValueError, match=r"one of \[1, 2, 5, 10\]"):
+        MultiHeadAttention(10, 4)
+
+
+def test_the_divisibility_error_calls_equal_head_widths_a_choice_not_a_rule():
+    with pytest.raises(ValueError, match=r"the paper's choice, not a rule of attention"):
         MultiHeadAttention(10, 4)
 
 
