@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from conftest import failed_messages
-from course_lib.exercises import evaluate, get_exercise
+from course_lib.exercises import evaluate
 from course_lib.exercises._compare import compare_results
 from solutions import SOLUTIONS
 
@@ -107,6 +107,24 @@ def test_an_attention_written_differently_but_correctly_passes():
         return (weights @ value, weights)
 
     assert evaluate("scaled-dot-product-attention", attention).passed
+
+
+def output_off_by_2e_3(query, key, value, mask=None):
+    output, weights = model_attention(query, key, value, mask)
+    return output + 2e-3, weights  # 20 times the tolerance of 1e-4
+
+
+def output_off_by_half_the_tolerance(query, key, value, mask=None):
+    output, weights = model_attention(query, key, value, mask)
+    return output + 5e-5, weights
+
+
+def test_an_attention_just_outside_the_tolerance_fails():
+    assert "output: " in failed_messages("scaled-dot-product-attention", output_off_by_2e_3)
+
+
+def test_an_attention_within_the_tolerance_passes():
+    assert evaluate("scaled-dot-product-attention", output_off_by_half_the_tolerance).passed
 
 
 def test_an_attention_that_returns_a_list_or_tensors_needing_grad_passes():
@@ -274,7 +292,16 @@ def test_the_attention_exercises_block_the_library_functions():
 
     messages = failed_messages("scaled-dot-product-attention", calls_the_library)
     assert "the code uses course_lib (line 2: from course_lib.attention import" in messages
-    assert get_exercise("causal-mask").blocked
+
+
+def test_the_causal_mask_exercise_refuses_the_library_mask():
+    def causal_mask(size):
+        from course_lib.attention import causal_mask as library_mask
+
+        return library_mask(size)
+
+    messages = failed_messages("causal-mask", causal_mask)
+    assert "the code uses course_lib (line 2: from course_lib.attention import" in messages
 
 
 # ----------------------------------------------------------------------------- comparison

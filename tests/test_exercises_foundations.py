@@ -267,6 +267,14 @@ def lookup_by_the_library(ids, weight):
     return one_hot_lookup(ids, weight)
 
 
+def lookup_by_the_course_embedding(ids, weight):
+    from course_lib.embeddings import TokenEmbedding
+
+    table = TokenEmbedding(weight.size(0), weight.size(1))
+    table.weight.data.copy_(weight)
+    return table(ids)
+
+
 def pairs_by_the_library(sentences, window):
     from course_lib.word2vec import skipgram_pairs
 
@@ -278,6 +286,7 @@ def pairs_by_the_library(sentences, window):
     [
         ("glance-nearest-codes", nearest_codes_by_the_library, "discretize import Codebook"),
         ("emb-one-hot-lookup", lookup_by_the_library, "embeddings import one_hot_lookup"),
+        ("emb-one-hot-lookup", lookup_by_the_course_embedding, "embeddings import TokenEmbedding"),
         ("w2v-skipgram-pairs", pairs_by_the_library, "word2vec import skipgram_pairs"),
     ],
 )
