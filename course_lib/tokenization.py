@@ -246,14 +246,22 @@ def _check_vocab_size(vocab_size: object, special_tokens: Sequence[str]) -> int:
 # --------------------------------------------------------------------------- training
 
 
+class _Merge(NamedTuple):
+    """One merge of training: the ids of the pair and of the token it makes."""
+
+    left: int
+    right: int
+    new: int
+
+
 class _Training(NamedTuple):
-    """Everything training learned: tokens in id order and every merge as (left, right, new)."""
+    """Everything training learned: the tokens in id order and every merge, in order."""
 
     tokens: list[str]
     special_tokens: tuple[str, ...]
     base_size: int
     """How many tokens come before the first merge: special tokens and byte alphabet."""
-    merge_log: list[tuple[int, int, int]]
+    merges: list[_Merge]
 
 
 def _special_pattern(special_tokens: Sequence[str]) -> re.Pattern[str] | None:
@@ -279,19 +287,27 @@ def _count_words(texts: Iterable[str], special_tokens: Sequence[str]) -> Counter
     return counts
 
 
-def _merge_in_word(word: list[int], left: int, right: int, new: int) -> tuple[list[int], list]:
+class _MergedWord(NamedTuple):
+    """A word after a merge, and how the counts of its neighbouring pairs changed."""
+
+    symbols: list[int]
+    changes: list[tuple[Pair, int]]
+    """``(pair, +1)`` for each pair that appeared, ``(pair, -1)`` for each that went."""
+
+
+def _merge_in_word(word: list[int], merge: _Merge) -> _MergedWord:
     """Replace every ``left right`` in ``word`` by ``new``, from left to right.
 
-    Returns the new word and the changes of the neighbouring pairs, ``(pair, +1 or -1)``: in
-    ``x left right y`` the pairs ``(x, left)`` and ``(right, y)`` disappear and ``(x, new)``
-    and ``(new, y)`` appear. The merged pair itself is not reported (it is done).
+    In ``x left right y`` the pairs ``(x, left)`` and ``(right, y)`` go and ``(x, new)`` and
+    ``(new, y)`` appear. The merged pair itself is not reported: it is done.
     """
+    left, right, new = merge
     merged: list[int] = []
     changes: list[tuple[Pair, int]] = []
     at = 0
     while at < len(word):
         if at + 1 < len(word) and word[at] == left and word[at + 1] == right:
-            if merged:  # a symbol before: x (already merged if it was a pair too)
+            if merged:  # a symbol before: x (already ``new`` if the pair repeats, 'a b a b')
                 changes += [((merged[-1], left), -1), ((merged[-1], new), +1)]
             if at + 2 < len(word):  # a symbol after: y
                 changes += [((right, word[at + 2]), -1), ((new, word[at + 2]), +1)]
@@ -300,18 +316,58 @@ def _merge_in_word(word: list[int], left: int, right: int, new: int) -> tuple[li
         else:
             merged.append(word[at])
             at += 1
-    return merged, changes
+    return _MergedWord(merged, changes)
 
 
-def _count_pairs(words: list[list[int]], counts: list[int]) -> tuple[Counter, dict]:
-    """Every neighbouring pair's count over the corpus, and the words it occurs in."""
-    pair_counts: Counter[Pair] = Counter()
+class _PairCounts(NamedTuple):
+    """How often each neighbouring pair occurs in the corpus, and in which words."""
+
+    counts: Counter[Pair]
+    where: dict[Pair, set[int]]
+
+
+def _count_pairs(words: list[list[int]], word_counts: list[int]) -> _PairCounts:
+    """Count every neighbouring pair of every word, times the word's count."""
+    counts: Counter[Pair] = Counter()
     where: dict[Pair, set[int]] = defaultdict(set)
     for index, word in enumerate(words):
         for pair in itertools.pairwise(word):  # overlapping: 'a a a' holds (a, a) twice
-            pair_counts[pair] += counts[index]
+            counts[pair] += word_counts[index]
             where[pair].add(index)
-    return pair_counts, where
+    return _PairCounts(counts, where)
+
+
+class _Candidate(NamedTuple):
+    """An entry of the heap of pairs to merge: the largest count first, then the smaller ids."""
+
+    minus_count: int
+    left: int
+    right: int
+    order: int
+    """When it was pushed: two entries of one pair with one count leave the words unsorted."""
+    words: set[int]
+    """The words the pair was seen in when the entry was pushed: where to merge it."""
+
+
+def _merge_everywhere(
+    merge: _Merge,
+    words: list[list[int]],
+    word_counts: list[int],
+    pair_counts: Counter[Pair],
+    where: set[int],
+) -> dict[Pair, set[int]]:
+    """Make ``merge`` in the words ``where`` and update ``pair_counts`` around it.
+
+    Returns the pairs that appeared, with the words they appeared in.
+    """
+    appeared: dict[Pair, set[int]] = defaultdict(set)
+    for index in where:
+        words[index], changes = _merge_in_word(words[index], merge)
+        for pair, change in changes:
+            pair_counts[pair] += change * word_counts[index]
+            if change > 0:
+                appeared[pair].add(index)
+    return appeared
 
 
 def _learn_merges(
@@ -324,10 +380,9 @@ def _learn_merges(
 
     Counting every pair again after each merge would cost a pass over the corpus per merge.
     Instead the counts are updated around each merge (:func:`_merge_in_word`), and a heap
-    holds the candidates: ``(-count, left, right)`` pops the largest count first, equal counts
-    by the smaller ids. An entry whose count has changed since it was pushed is pushed again
-    with its current count ("lazy" updates). Each entry also carries the words in which its
-    pair appeared when it was pushed: the words where the merge has to be made.
+    holds the candidates (:class:`_Candidate`). A candidate whose count has changed since it
+    was pushed goes back with its current count ("lazy" updates); a pair that appears in new
+    words gets a new candidate for those words.
     """
     tokens = list(dict.fromkeys([*special_tokens, *byte_alphabet()]))
     token_ids = {token: index for index, token in enumerate(tokens)}
@@ -335,35 +390,30 @@ def _learn_merges(
     words = [[token_ids[symbol] for symbol in word] for word in word_counts]
     counts = list(word_counts.values())
     pair_counts, where = _count_pairs(words, counts)
-    pushes = itertools.count()  # breaks ties between two entries of the same pair and count
-    heap = [(-pair_counts[pair], *pair, next(pushes), found) for pair, found in where.items()]
+    order = itertools.count()
+    heap = [_Candidate(-pair_counts[pair], *pair, next(order), where[pair]) for pair in where]
     heapq.heapify(heap)
-    merge_log: list[tuple[int, int, int]] = []
+    merges: list[_Merge] = []
     while len(tokens) < vocab_size and heap:
-        stored, left, right, _, found = heapq.heappop(heap)
-        count = pair_counts[left, right]
-        if -stored != count:  # out of date: back in line with the current count
-            heapq.heappush(heap, (-count, left, right, next(pushes), found))
+        candidate = heapq.heappop(heap)
+        pair = candidate.left, candidate.right
+        count = pair_counts[pair]
+        if -candidate.minus_count != count:  # out of date: back in line with its count now
+            heapq.heappush(heap, candidate._replace(minus_count=-count, order=next(order)))
             continue
         if count < 1 or count < min_frequency:
             break
-        merged = tokens[left] + tokens[right]
-        if merged not in token_ids:  # two different pairs can spell the same token
+        merged = tokens[candidate.left] + tokens[candidate.right]
+        if merged not in token_ids:  # (two different pairs can spell the same token)
             token_ids[merged] = len(tokens)
             tokens.append(merged)
-        new = token_ids[merged]
-        merge_log.append((left, right, new))
-        appeared: dict[Pair, set[int]] = defaultdict(set)
-        for index in found:
-            words[index], changes = _merge_in_word(words[index], left, right, new)
-            for pair, change in changes:
-                pair_counts[pair] += change * counts[index]
-                if change > 0:
-                    appeared[pair].add(index)
-        for pair, found_in in appeared.items():
-            if pair_counts[pair] > 0:
-                heapq.heappush(heap, (-pair_counts[pair], *pair, next(pushes), found_in))
-    return _Training(tokens, special_tokens, base_size, merge_log)
+        merges.append(_Merge(*pair, token_ids[merged]))
+        appeared = _merge_everywhere(merges[-1], words, counts, pair_counts, candidate.words)
+        for new_pair, found in appeared.items():
+            if pair_counts[new_pair] > 0:
+                entry = _Candidate(-pair_counts[new_pair], *new_pair, next(order), found)
+                heapq.heappush(heap, entry)
+    return _Training(tokens, special_tokens, base_size, merges)
 
 
 # --------------------------------------------------------------------------- the tokenizer
@@ -462,7 +512,7 @@ class BytePairEncoding:
         depends on ``vocab_size``, so one long run holds every smaller vocabulary.
         """
         size, log = training.base_size, []
-        for left, right, new in training.merge_log:
+        for left, right, new in training.merges:
             if size >= vocab_size:
                 break
             log.append((left, right))
