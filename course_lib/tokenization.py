@@ -22,6 +22,7 @@ The algorithm, as GPT-2 runs it and as Hugging Face ``tokenizers`` trains it:
    symbol everywhere, update the counts of the pairs around each merge, and repeat until the
    vocabulary has ``vocab_size`` tokens (or no pair is left). Equal counts are broken by the
    ids of the pair: the pair whose first symbol has the smaller id wins, then the second.
+   Merges join bytes, not characters: a token can hold one of the two bytes of ``é``.
 4. **Ids.** The special tokens come first (``<pad>`` = 0, ``<bos>`` = 1, ``<eos>`` = 2 by
    default), then the 256 byte characters in code-point order, then one new token per merge,
    in the order learned.
@@ -632,11 +633,27 @@ class BytePairEncoding:
         return ids + ([self.eos_id] if add_eos else [])
 
     def tokens(self, text: str) -> list[str]:
-        """The pieces of ``text`` as tokens of the vocabulary (``Ġ`` stands for a space).
+        """The tokens of ``text`` as the vocabulary writes them (``Ġ`` stands for a space).
 
-        ``[bpe.vocab[token] for token in bpe.tokens(text)] == bpe.encode(text)``.
+        ``[bpe.vocab[token] for token in bpe.tokens(text)] == bpe.encode(text)``; for the plain
+        text of each token see :meth:`pieces`.
         """
         return [self._id_to_token[index] for index in self.encode(text)]
+
+    def pieces(self, text: str) -> list[str]:
+        """The text each token of ``text`` stands for, ``['one', ' thousand']``: joined, ``text``.
+
+        :meth:`tokens` gives the same pieces as the vocabulary writes them (``'Ġthousand'``).
+        A token that holds only some of a character's bytes shows them as escapes (``'\\xc3'``);
+        such pieces do not join back into the text.
+        """
+        return [self._piece(index) for index in self.encode(text)]
+
+    def _piece(self, index: int) -> str:
+        token = self._id_to_token[index]
+        if token in self._special_tokens:
+            return token
+        return symbols_to_bytes(token).decode("utf-8", errors="backslashreplace")
 
     # --- decoding -------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ import random
 import unicodedata
 
 import pytest
+import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from course_lib.data import english_number_name, spanish_number_name
@@ -187,6 +188,25 @@ def test_tokens_are_the_vocabulary_entries_of_the_ids(numbers_bpe):
     text = "two thousand veintitrés"
     ids = [numbers_bpe.vocab[token] for token in numbers_bpe.tokens(text)]
     assert ids == numbers_bpe.encode(text)
+
+
+def test_pieces_are_the_text_of_each_token_and_join_into_the_text(numbers_bpe):
+    text = "two thousand<eos>"
+    pieces = numbers_bpe.pieces(text)
+    assert "".join(pieces) == text
+    assert len(pieces) == len(numbers_bpe.tokens(text))
+    assert pieces[-1] == "<eos>" and " thousand" in pieces
+
+
+def test_a_piece_with_part_of_a_character_shows_its_bytes_as_escapes(numbers_bpe):
+    """Merges join bytes, not characters: with 400 tokens, é's two bytes are still apart."""
+    assert numbers_bpe.tokens("sé") == ["s", "Ã", "©"]
+    assert numbers_bpe.pieces("sé") == ["s", "\\xc3", "\\xa9"]
+
+
+def test_decode_takes_a_tensor_of_ids(numbers_bpe):
+    ids = numbers_bpe.encode("tres mil")
+    assert numbers_bpe.decode(torch.tensor(ids)) == "tres mil"
 
 
 def test_a_character_cut_in_the_middle_of_its_bytes_decodes_as_the_replacement_character():
