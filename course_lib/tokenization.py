@@ -211,12 +211,15 @@ def _check_text(name: str, text: object) -> str:
 
 
 def _check_texts(texts: object) -> Iterable[str]:
+    """``texts`` checked one by one as they are read (it may be a generator)."""
     if isinstance(texts, str):
         raise TypeError(
             f"texts must be an iterable of strings such as ['one', 'two'], got the string "
             f"{texts[:40]!r}; put it in a list"
         )
-    return (_check_text(f"text {number}", text) for number, text in enumerate(texts))  # type: ignore[call-overload]
+    if not isinstance(texts, Iterable):
+        raise TypeError(f"texts must be an iterable of strings, got {type(texts).__name__}")
+    return (_check_text(f"text {number}", text) for number, text in enumerate(texts))
 
 
 def _check_special_tokens(special_tokens: object) -> tuple[str, ...]:

@@ -408,6 +408,11 @@ def test_a_string_instead_of_a_list_of_texts_raises():
         BytePairEncoding.train("one two three", vocab_size=300)
 
 
+def test_texts_that_are_not_iterable_raise():
+    with pytest.raises(TypeError, match="texts must be an iterable of strings, got int"):
+        BytePairEncoding.train(5, vocab_size=300)
+
+
 def test_a_text_that_is_not_a_string_raises():
     with pytest.raises(TypeError, match="text 1 must be a str, got 2 of type int"):
         BytePairEncoding.train(["one", 2], vocab_size=300)
