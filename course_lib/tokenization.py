@@ -52,10 +52,12 @@ merges in the same order, the same token ids and the same encodings as ::
     )
     tokenizer.train_from_iterator(texts, trainer)
 
-Two deliberate differences: special tokens found in the *training* texts are cut out before
-counting (a fresh Hugging Face tokenizer would learn merges inside ``<pad>``), and a special
-token is decoded as its own text (Hugging Face passes it through the byte decoder, which only
-matters for special tokens with non-ASCII characters). Character classes (letter, number,
+Three deliberate differences: special tokens found in the *training* texts are cut out before
+counting (a fresh Hugging Face tokenizer would learn merges inside ``<pad>``); a special token
+is decoded as its own text (Hugging Face passes it through the byte decoder, which only matters
+for special tokens with non-ASCII characters); and a special token that merges could spell,
+such as ``Ġx`` (how the byte alphabet writes `` x``), is refused: it would make
+``decode(encode(text)) == text`` fail. Character classes (letter, number,
 white space) come from :mod:`unicodedata`, so characters that are new in a later Unicode
 version than Python's may be split differently.
 """
@@ -233,12 +235,34 @@ def _check_special_tokens(special_tokens: object) -> tuple[str, ...]:
             raise ValueError(f"special tokens must be non-empty strings, got {token!r}")
     if len(set(tokens)) != len(tokens):
         raise ValueError(f"special_tokens must be distinct, got {tokens}")
+    for token in tokens:
+        if token in _SYMBOL_TO_BYTE:
+            raise ValueError(
+                f"special token {token!r} is a character of the byte alphabet, which has its "
+                "own id; write it with more characters"
+            )
+        text = _text_written_by(token)
+        if text is not None and text != token:
+            raise ValueError(
+                f"special token {token!r} is how the byte alphabet writes the text {text!r}, "
+                "so a merge could make it; write it with other characters"
+            )
     return tokens
+
+
+def _text_written_by(token: str) -> str | None:
+    """The text that ``token`` stands for if it is written in the byte alphabet, else None."""
+    if not all(char in _SYMBOL_TO_BYTE for char in token):
+        return None
+    try:
+        return symbols_to_bytes(token).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def _check_vocab_size(vocab_size: object, special_tokens: Sequence[str]) -> int:
     vocab_size = positive_int("vocab_size", vocab_size)
-    base = len(set(special_tokens) | set(_BYTE_TO_SYMBOL.values()))
+    base = len(special_tokens) + 256
     if vocab_size < base:
         raise ValueError(
             f"vocab_size must be at least {base}: the {len(special_tokens)} special tokens and "
@@ -388,7 +412,7 @@ def _learn_merges(
     was pushed goes back with its current count ("lazy" updates); a pair that appears in new
     words gets a new candidate for those words.
     """
-    tokens = list(dict.fromkeys([*special_tokens, *byte_alphabet()]))
+    tokens = [*special_tokens, *byte_alphabet()]
     token_ids = {token: index for index, token in enumerate(tokens)}
     base_size = len(tokens)
     words = [[token_ids[symbol] for symbol in word] for word in word_counts]
@@ -407,11 +431,10 @@ def _learn_merges(
             continue
         if count < 1 or count < min_frequency:
             break
-        merged = tokens[candidate.left] + tokens[candidate.right]
-        if merged not in token_ids:  # (two different pairs can spell the same token)
-            token_ids[merged] = len(tokens)
-            tokens.append(merged)
-        merges.append(_Merge(*pair, token_ids[merged]))
+        # Always a new token: the merges inside a token depend on its own bytes only, so no
+        # two pairs spell the same token (and special tokens that could be spelled are refused).
+        tokens.append(tokens[candidate.left] + tokens[candidate.right])
+        merges.append(_Merge(*pair, len(tokens) - 1))
         appeared = _merge_everywhere(merges[-1], words, counts, pair_counts, candidate.words)
         for new_pair, found in appeared.items():
             if pair_counts[new_pair] > 0:
@@ -515,17 +538,9 @@ class BytePairEncoding:
         Training stops as soon as the vocabulary reaches ``vocab_size``; nothing before that
         depends on ``vocab_size``, so one long run holds every smaller vocabulary.
         """
-        size, log = training.base_size, []
-        for left, right, new in training.merges:
-            if size >= vocab_size:
-                break
-            log.append((left, right))
-            size = max(size, new + 1)  # a merge that spells a known token adds nothing
-        # A pair merged twice (it can reappear when two pairs spell the same token) keeps the
-        # rank of its last merge, as in Hugging Face tokenizers.
-        ranks = {pair: rank for rank, pair in enumerate(log)}
-        tokens = training.tokens[:size]
-        merges = [(tokens[left], tokens[right]) for left, right in sorted(ranks, key=ranks.get)]
+        log = training.merges[: max(vocab_size - training.base_size, 0)]
+        tokens = training.tokens[: training.base_size + len(log)]
+        merges = [(tokens[left], tokens[right]) for left, right, _ in log]
         return cls(tokens, merges, training.special_tokens)
 
     # --- the table ------------------------------------------------------------------------

@@ -432,6 +432,20 @@ def test_special_tokens_must_be_distinct_and_non_empty():
         BytePairEncoding.train(["a"], 300, special_tokens=["<pad>", ""])
 
 
+def test_a_special_token_that_merges_could_spell_is_refused():
+    """'Ġx' is how the vocabulary writes ' x': encode(' x') could not tell them apart."""
+    with pytest.raises(ValueError, match="special token 'Ġx' is how the byte alphabet writes"):
+        BytePairEncoding.train([" x"], 300, special_tokens=["<pad>", "Ġx"])
+    with pytest.raises(ValueError, match="special token '!' is a character of the byte"):
+        BytePairEncoding.train(["a"], 300, special_tokens=["!"])
+
+
+def test_special_tokens_written_as_their_own_text_are_allowed():
+    bpe = BytePairEncoding.train(["a"], 300, special_tokens=["ab", "<é>", "[CLS]"])
+    assert bpe.tokens("xab<é>") == ["x", "ab", "<é>"]
+    assert bpe.decode(bpe.encode("xab<é>")) == "xab<é>"
+
+
 def test_decode_refuses_ids_out_of_range_and_non_integers(numbers_bpe):
     with pytest.raises(IndexError, match=r"id 400 is outside the vocabulary's range \[0, 400\)"):
         numbers_bpe.decode([5, 400])
