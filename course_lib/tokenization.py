@@ -372,7 +372,7 @@ class _Candidate(NamedTuple):
     left: int
     right: int
     order: int
-    """When it was pushed: two entries of one pair with one count leave the words unsorted."""
+    """A push counter: entries are compared up to here, never by their words."""
     words: set[int]
     """The words the pair was seen in when the entry was pushed: where to merge it."""
 
