@@ -4,14 +4,18 @@ Each :class:`DecoderLayer` has three sublayers, each wrapped in a residual conne
 layer normalization: masked (causal) self-attention over the target tokens, cross-attention
 whose queries come from the decoder and whose keys and values come from the encoder's
 output (the "memory"), and the position-wise feed-forward network. With ``Y`` the layer's
-input and ``M`` the memory::
+input and ``Z`` the memory (the encoder's final output)::
 
-    post-norm (the paper's, the default):   A = LayerNorm(Y + MaskedSelfAttention(Y))
-                                            B = LayerNorm(A + CrossAttention(A, M))
-                                            Y' = LayerNorm(B + FFN(B))
-    pre-norm (norm_first=True):             A = Y + MaskedSelfAttention(LayerNorm(Y))
-                                            B = A + CrossAttention(LayerNorm(A), M)
-                                            Y' = B + FFN(LayerNorm(B))
+    post-norm (the paper's, the default):   U = LayerNorm(Y + MaskedSelfAttention(Y))
+                                            C = LayerNorm(U + CrossAttention(U, Z))
+                                            Y' = LayerNorm(C + FFN(C))
+    pre-norm (norm_first=True):             U = Y + MaskedSelfAttention(LayerNorm(Y))
+                                            C = U + CrossAttention(LayerNorm(U), Z)
+                                            Y' = C + FFN(LayerNorm(C))
+
+(the book's names, see notation.md). Dropout is placed as in :mod:`course_lib.encoder`: on
+each sublayer's output before the residual addition (the paper's), and, as in PyTorch's
+``nn.TransformerDecoderLayer``, on the attention weights and inside the feed-forward network.
 
 Each sublayer is a method of its own (:meth:`DecoderLayer.self_attention_block`,
 :meth:`~DecoderLayer.cross_attention_block`, :meth:`~DecoderLayer.feed_forward_block`), as in
@@ -59,8 +63,10 @@ class DecoderLayer(nn.Module):
         d_model: size of every token's vector (the memory's too).
         num_heads: heads of both attentions; must divide ``d_model``.
         d_ff: hidden size of the feed-forward network.
-        dropout: dropout probability, used on the attention weights, inside the feed-forward
-            network and on each sublayer's output before the residual addition.
+        dropout: dropout probability, used on each sublayer's output before the residual
+            addition (the paper's "residual dropout"), and also, as PyTorch's
+            ``nn.TransformerDecoderLayer`` does, on the attention weights and inside the
+            feed-forward network (not in the paper).
         norm_first: False for post-norm ``LayerNorm(x + sublayer(x))`` (the paper's),
             True for pre-norm ``x + sublayer(LayerNorm(x))``.
         activation: of the feed-forward network, ``"relu"`` or ``"gelu"``.

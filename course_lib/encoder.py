@@ -4,12 +4,18 @@ Each :class:`EncoderLayer` has two sublayers, multi-head self-attention and the 
 feed-forward network, each wrapped in a residual connection and layer normalization ("Add &
 Norm"). With ``X`` the layer's input (one row per token)::
 
-    post-norm (the paper's, the default):   Z = LayerNorm(X + SelfAttention(X))
-                                            Y = LayerNorm(Z + FFN(Z))
-    pre-norm (norm_first=True):             Z = X + SelfAttention(LayerNorm(X))
-                                            Y = Z + FFN(LayerNorm(Z))
+    post-norm (the paper's, the default):   U = LayerNorm(X + SelfAttention(X))
+                                            X' = LayerNorm(U + FFN(U))
+    pre-norm (norm_first=True):             U = X + SelfAttention(LayerNorm(X))
+                                            X' = U + FFN(LayerNorm(U))
 
-In training, dropout is applied to each sublayer's output before it is added to the input.
+(``U`` is the stream between the two sublayers, ``X'`` the layer's output; the names are the
+book's, see notation.md.) Dropout, in training only, comes from two sources. The paper
+(section 5.4) applies it to each sublayer's output before the residual addition, and to the
+sums of the embeddings and the positional encodings, with P_drop = 0.1. PyTorch's
+``nn.TransformerEncoderLayer``, like the authors' tensor2tensor code, also drops attention
+weights and the feed-forward network's hidden units; this layer does all three, with one
+probability, so that it matches PyTorch's.
 :class:`Encoder` stacks ``N`` layers (``N = 6`` in the paper), the output of one being the
 input of the next, with an optional final layer normalization (needed with pre-norm, whose
 last layer ends with an addition). Token embeddings and the positional encoding come before
@@ -89,9 +95,10 @@ class EncoderLayer(nn.Module):
         d_model: size of every token's vector.
         num_heads: heads of the self-attention; must divide ``d_model``.
         d_ff: hidden size of the feed-forward network.
-        dropout: dropout probability, used on the attention weights, inside the feed-forward
-            network and on each sublayer's output before the residual addition (as in the paper
-            and ``nn.TransformerEncoderLayer``).
+        dropout: dropout probability, used on each sublayer's output before the residual
+            addition (the paper's "residual dropout"), and also, as PyTorch's
+            ``nn.TransformerEncoderLayer`` does, on the attention weights and inside the
+            feed-forward network (not in the paper).
         norm_first: False for post-norm ``LayerNorm(x + sublayer(x))`` (the paper's),
             True for pre-norm ``x + sublayer(LayerNorm(x))``.
         activation: of the feed-forward network, ``"relu"`` or ``"gelu"``.

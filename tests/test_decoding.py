@@ -4,6 +4,7 @@ translation scorer with and without a key/value cache."""
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 import torch
@@ -236,6 +237,14 @@ def test_a_temperature_that_is_not_positive_is_refused(temperature):
         sample(random_table(0), torch.tensor([[BOS]]), EOS, 3, temperature=temperature)
 
 
-def test_step_times_times_every_step():
-    times = step_times(random_table(0), torch.tensor([[BOS]]), 6)
-    assert len(times) == 6 and all(t > 0 for t in times)
+def test_step_times_times_one_call_of_the_scorer_per_step_on_the_growing_prefix():
+    table, lengths = random_table(0), []
+
+    def slow_scorer(ids):  # takes at least 2 ms per id it reads
+        lengths.append(ids.size(1))
+        time.sleep(0.002 * ids.size(1))
+        return table(ids)
+
+    times = step_times(slow_scorer, torch.tensor([[BOS]]), 6)
+    assert lengths == [1, 2, 3, 4, 5, 6]  # no early stop at <eos>
+    assert all(t >= 0.002 * n for t, n in zip(times, lengths, strict=True))

@@ -13,6 +13,7 @@ from solutions import SOLUTIONS
 from solutions.layers import feed_forward, self_attention
 
 model_encoder_layer = SOLUTIONS["encoder-layer"]  # carried with wrong answers
+model_layer_norm = SOLUTIONS["layer-norm"]  # carried with near misses
 
 CHAPTERS = {
     "feed-forward-and-norm": ["layer-norm", "add-norm-order", "add-norm-by-hand"],
@@ -33,6 +34,24 @@ def test_the_model_answer_passes(exercise_id):
 
 
 # ----------------------------------------------------------------------------- layer norm
+
+
+def layer_norm_off_by_5e_5(x, gain, bias, eps):
+    return model_layer_norm(x, gain, bias, eps) + 5e-5
+
+
+def layer_norm_off_by_5e_3(x, gain, bias, eps):
+    return model_layer_norm(x, gain, bias, eps) + 5e-3
+
+
+def test_a_layer_norm_off_by_less_than_the_tolerance_passes():
+    assert evaluate("layer-norm", layer_norm_off_by_5e_5).passed
+
+
+def test_a_layer_norm_off_by_5e_3_fails():
+    assert "differ by more than the tolerance" in failed_messages(
+        "layer-norm", layer_norm_off_by_5e_3
+    )
 
 
 def unbiased_variance(x, gain, bias, eps):
@@ -104,10 +123,17 @@ def test_a_layer_norm_written_with_rsqrt_and_var_mean_passes():
 # ----------------------------------------------------------------------------- Add & Norm
 
 
-@pytest.mark.parametrize("choice", ["b", "c", "d"])
-def test_every_other_order_is_wrong_and_explained(choice):
+@pytest.mark.parametrize(
+    "choice, reason",
+    [
+        ("b", "that is pre-norm"),
+        ("c", "the residual path itself goes through the norm"),
+        ("d", "normalises only the update"),
+    ],
+)
+def test_every_other_order_is_wrong_and_says_what_it_computes(choice, reason):
     result = evaluate("add-norm-order", choice)
-    assert not result.passed and len(result.checks[0].message) > 60
+    assert not result.passed and reason in result.checks[0].message
 
 
 @pytest.mark.parametrize(
@@ -172,6 +198,28 @@ WRONG_ENCODER_LAYERS = [always_post_norm, norms_swapped, sublayers_in_parallel,
                         norm_of_the_update_only]  # fmt: skip
 
 
+def encoder_layer_off_by_5e_5(x, mask, w_attention, w_1, w_2, gain, bias, num_heads, norm_first):
+    answer = model_encoder_layer(x, mask, w_attention, w_1, w_2, gain, bias, num_heads,
+                                 norm_first)  # fmt: skip
+    return answer + 5e-5
+
+
+def encoder_layer_off_by_5e_3(x, mask, w_attention, w_1, w_2, gain, bias, num_heads, norm_first):
+    answer = model_encoder_layer(x, mask, w_attention, w_1, w_2, gain, bias, num_heads,
+                                 norm_first)  # fmt: skip
+    return answer + 5e-3
+
+
+def test_an_encoder_layer_off_by_less_than_the_tolerance_passes():
+    assert evaluate("encoder-layer", encoder_layer_off_by_5e_5).passed
+
+
+def test_an_encoder_layer_off_by_5e_3_fails():
+    assert "differ by more than the tolerance" in failed_messages(
+        "encoder-layer", encoder_layer_off_by_5e_3
+    )
+
+
 @pytest.mark.parametrize("wrong", WRONG_ENCODER_LAYERS, ids=lambda f: f.__name__)
 def test_a_plausible_wrong_encoder_layer_fails(wrong):
     assert "differ by more than the tolerance" in failed_messages("encoder-layer", wrong)
@@ -222,7 +270,14 @@ def test_the_parameter_count_is_what_course_libs_layer_holds():
 # ----------------------------------------------------------------------------- decoder
 
 
-@pytest.mark.parametrize("choice", ["b", "c", "d"])
-def test_every_other_teacher_forcing_answer_is_wrong_and_explained(choice):
+@pytest.mark.parametrize(
+    "choice, reason",
+    [
+        ("b", "would read the very token it must predict"),
+        ("c", "that is generation"),
+        ("d", "but they are not needed"),
+    ],
+)
+def test_every_other_teacher_forcing_answer_is_wrong_and_says_why(choice, reason):
     result = evaluate("teacher-forcing", choice)
-    assert not result.passed and len(result.checks[0].message) > 60
+    assert not result.passed and reason in result.checks[0].message

@@ -130,8 +130,8 @@ ADD_NORM_ORDER = register(
         ),
         answer="a",
         hints=(
-            "Read the lectures' equation Z = LayerNorm(X + MultiHeadAttention(X)) from the "
-            "inside out: what is computed first, and what is done last?",
+            "Read the encoder layer's first equation, U = LayerNorm(X + MultiHeadAttention(X)), "
+            "from the inside out: what is computed first, and what is done last?",
             "In the paper's order, the very last operation of every sublayer connection is the "
             "LayerNorm.",
         ),

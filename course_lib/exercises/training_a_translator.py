@@ -70,8 +70,8 @@ TEACHER_FORCING_LOSS = register(
             "torch.log_softmax(logits, dim=-1) and .gather(-1, labels[..., None]).",
             "Positions whose label is pad_id do not count: average over the real labels of "
             "the whole batch (sum the losses where labels != pad_id, divide by their number).",
-            "F.cross_entropy(..., ignore_index=pad_id) does all of this if you give it "
-            "(N, vocab_size) scores and N labels.",
+            "F.cross_entropy(..., ignore_index=pad_id) does all of this if you give it one row "
+            "of scores per position, (batch * (L - 1), vocab_size), and as many labels.",
         ),
     )
 )
@@ -105,7 +105,7 @@ HELD_OUT = register(
             Option(
                 "c",
                 "The held-out numbers are harder: they contain the irregular forms.",
-                "No: the split is random, so both parts have irregular forms in the same "
+                "No: the split is random, so both parts have irregular forms in about the same "
                 "proportion. The difference is that the model has never seen the held-out ones.",
             ),
             Option(
