@@ -186,7 +186,7 @@ def smoothed_loss_minimum(num_classes: int, epsilon: float) -> float:
     k = positive_int("num_classes", num_classes)
     epsilon = _check_smoothing(epsilon)
     high, low = 1 - epsilon + epsilon / k, epsilon / k
-    entropy = -high * math.log(high)
+    entropy = 0.0 - high * math.log(high)  # 0.0, not -0.0, when eps = 0
     if low > 0:
         entropy -= (k - 1) * low * math.log(low)
     return entropy
