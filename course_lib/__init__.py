@@ -4,6 +4,8 @@ Modules, one concept each:
 
 - :mod:`course_lib.vocab` -- a vocabulary with the special tokens pad, bos, eos, unk, and
   padded batches with their masks;
+- :mod:`course_lib.tokenization` -- subword tokens: byte-level byte-pair encoding (learn
+  merges from a corpus, encode, decode, no unknown token), the vocabulary-size trade-off;
 - :mod:`course_lib.embeddings` -- token embeddings (a trainable lookup table, optionally scaled
   by sqrt(d_model)), the lookup as one-hot times a matrix, image patch embeddings;
 - :mod:`course_lib.word2vec` -- skip-gram and CBOW with negative sampling or the full softmax,
