@@ -41,27 +41,53 @@ class RecipeExplorer(widgets.VBox):
         num_classes: int = 10,
     ) -> None:
         self.d_model = widgets.Dropdown(
-            options=[64, 128, 256, 512, 1024], value=d_model, description="d_model",
-            layout=_WIDE, style=_LABEL,
-        )  # fmt: skip
+            options=[64, 128, 256, 512, 1024],
+            value=d_model,
+            description="d_model",
+            layout=_WIDE,
+            style=_LABEL,
+        )
         self.warmup = widgets.IntSlider(
-            value=warmup_steps, min=100, max=10_000, step=100, description="warm-up steps",
-            continuous_update=False, layout=_WIDE, style=_LABEL,
-        )  # fmt: skip
+            value=warmup_steps,
+            min=100,
+            max=10_000,
+            step=100,
+            description="warm-up steps",
+            continuous_update=False,
+            layout=_WIDE,
+            style=_LABEL,
+        )
         self.epsilon = widgets.FloatSlider(
-            value=epsilon, min=0.0, max=0.5, step=0.05, description="epsilon",
-            continuous_update=False, layout=_WIDE, style=_LABEL,
-        )  # fmt: skip
+            value=epsilon,
+            min=0.0,
+            max=0.5,
+            step=0.05,
+            description="epsilon",
+            continuous_update=False,
+            layout=_WIDE,
+            style=_LABEL,
+        )
         self.num_classes = widgets.IntSlider(
-            value=num_classes, min=2, max=40, description="classes K",
-            continuous_update=False, layout=_WIDE, style=_LABEL,
-        )  # fmt: skip
+            value=num_classes,
+            min=2,
+            max=40,
+            description="classes K",
+            continuous_update=False,
+            layout=_WIDE,
+            style=_LABEL,
+        )
         self.readout = widgets.HTML()
-        controls = {"d_model": self.d_model, "warmup": self.warmup, "epsilon": self.epsilon,
-                    "num_classes": self.num_classes}  # fmt: skip
+        controls = {
+            "d_model": self.d_model,
+            "warmup": self.warmup,
+            "epsilon": self.epsilon,
+            "num_classes": self.num_classes,
+        }
         self.output = widgets.interactive_output(self._draw, controls)
-        rows = [widgets.HBox([self.d_model, self.warmup]),
-                widgets.HBox([self.epsilon, self.num_classes])]  # fmt: skip
+        rows = [
+            widgets.HBox([self.d_model, self.warmup]),
+            widgets.HBox([self.epsilon, self.num_classes]),
+        ]
         super().__init__([*rows, self.readout, self.output])
 
     @staticmethod

@@ -146,8 +146,9 @@ def test_train_classifier_learns_a_label_and_trains_the_encoder_too():
     labels = (ids[:, 2] >= 6).long()  # the label is a property of the third token
     classifier = SequenceClassifier(model(EncoderOnlyModel), 2)
     before = classifier.encoder.embedding.weight.detach().clone()
-    history = train_classifier(classifier, ids, labels, epochs=10, batch_size=16,
-                               learning_rate=1e-2)  # fmt: skip
+    history = train_classifier(
+        classifier, ids, labels, epochs=10, batch_size=16, learning_rate=1e-2
+    )
     assert history.epoch_losses[-1] < 0.5 * history.epoch_losses[0]
     assert (classifier(ids).argmax(-1) == labels).float().mean() > 0.9
     assert not torch.equal(before, classifier.encoder.embedding.weight)

@@ -38,8 +38,13 @@ KERNEL_CELLS = [
 def test_the_explorer_renders_in_a_kernel(tmp_path, widget_kernel):
     rendered = render_in_kernel(KERNEL_CELLS, tmp_path, widget_kernel)
     assert len(rendered.views) == 1
-    assert {"DropdownModel", "IntSliderModel", "FloatSliderModel", "OutputModel",
-            "HTMLModel"} <= rendered.model_names()  # fmt: skip
+    assert {
+        "DropdownModel",
+        "IntSliderModel",
+        "FloatSliderModel",
+        "OutputModel",
+        "HTMLModel",
+    } <= rendered.model_names()
     assert any(rendered.figures_stored())
     printed = [o.get("text", "") for o in rendered.outputs if o.output_type == "stream"]
     assert printed[-1] == "True\n"

@@ -190,8 +190,16 @@ def test_fit_takes_another_schedule_and_adams_eps():
         return transformer_scheduler(optimizer, 2, 3)
 
     x = torch.randn(8, 2)
-    fit(model, (x,), lambda b: model(b).pow(2).mean(), epochs=2, batch_size=4,
-        learning_rate=1.0, schedule=schedule, adam_eps=1e-9)  # fmt: skip
+    fit(
+        model,
+        (x,),
+        lambda b: model(b).pow(2).mean(),
+        epochs=2,
+        batch_size=4,
+        learning_rate=1.0,
+        schedule=schedule,
+        adam_eps=1e-9,
+    )
     assert seen == [(1e-9, 4)]
 
 
@@ -226,12 +234,14 @@ def test_the_smoothed_loss_is_torchs_label_smoothing_with_the_padding_left_out(e
     labels[2, 1:] = 0
     ours = label_smoothed_loss(logits, labels, eps, pad_id=0)
     real = labels != 0
-    torch.testing.assert_close(ours, F.cross_entropy(logits[real], labels[real],
-                                                     label_smoothing=eps))  # fmt: skip
+    torch.testing.assert_close(
+        ours, F.cross_entropy(logits[real], labels[real], label_smoothing=eps)
+    )
     torch.testing.assert_close(sequence_loss(logits, labels, 0, label_smoothing=eps), ours)
     every = label_smoothed_loss(logits, labels, eps, pad_id=None)
-    torch.testing.assert_close(every, F.cross_entropy(logits.flatten(0, 1), labels.flatten(),
-                                                      label_smoothing=eps))  # fmt: skip
+    torch.testing.assert_close(
+        every, F.cross_entropy(logits.flatten(0, 1), labels.flatten(), label_smoothing=eps)
+    )
 
 
 def test_the_smoothed_loss_cannot_go_below_the_entropy_of_the_target():
@@ -253,8 +263,16 @@ def test_the_smoothed_loss_cannot_go_below_the_entropy_of_the_target():
 
 def test_train_seq2seq_passes_label_smoothing_to_the_loss():
     torch.manual_seed(0)
-    model = Transformer(9, 9, d_model=8, num_heads=2, num_encoder_layers=1,
-                        num_decoder_layers=1, d_ff=16, dropout=0.0)  # fmt: skip
+    model = Transformer(
+        9,
+        9,
+        d_model=8,
+        num_heads=2,
+        num_encoder_layers=1,
+        num_decoder_layers=1,
+        d_ff=16,
+        dropout=0.0,
+    )
     src = torch.randint(3, 9, (16, 4))
     tgt = torch.cat([torch.ones(16, 1, dtype=torch.long), src, torch.full((16, 1), 2)], 1)
     settings = {"epochs": 1, "batch_size": 16, "learning_rate": 0.0}

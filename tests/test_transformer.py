@@ -173,8 +173,15 @@ def test_decode_requires_the_source_mask_to_be_passed():
 
 def shared(**kwargs) -> Transformer:
     torch.manual_seed(0)
-    settings = {"d_model": D_MODEL, "num_heads": 4, "num_encoder_layers": 1,
-                "num_decoder_layers": 1, "d_ff": 32, "dropout": 0.0, **kwargs}  # fmt: skip
+    settings = {
+        "d_model": D_MODEL,
+        "num_heads": 4,
+        "num_encoder_layers": 1,
+        "num_decoder_layers": 1,
+        "d_ff": 32,
+        "dropout": 0.0,
+        **kwargs,
+    }
     return Transformer(SRC_VOCAB, SRC_VOCAB, **settings).eval()
 
 
@@ -188,8 +195,9 @@ def test_sharing_all_makes_the_two_embeddings_and_the_output_one_parameter():
     assert count == sum(p.numel() for p in unshared.parameters()) - 2 * SRC_VOCAB * D_MODEL
 
 
-@pytest.mark.parametrize(("value", "name"), [(False, "none"), (True, "target-output"),
-                                             ("none", "none"), ("all", "all")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("value", "name"), [(False, "none"), (True, "target-output"), ("none", "none"), ("all", "all")]
+)
 def test_tie_embeddings_takes_booleans_and_names(value, name):
     assert shared(tie_embeddings=value).tie_embeddings == name
 
@@ -207,8 +215,9 @@ def test_the_shared_matrix_gets_the_gradients_of_all_three_uses():
         for name, tensor in model.state_dict().items():
             separate.state_dict()[name].copy_(tensor)
     separate(src, tgt).logsumexp(-1).sum().backward()
-    total = sum(m.weight.grad for m in (separate.src_embedding, separate.tgt_embedding,
-                                         separate.output))  # fmt: skip
+    total = sum(
+        m.weight.grad for m in (separate.src_embedding, separate.tgt_embedding, separate.output)
+    )
     torch.testing.assert_close(grad, total)
     assert separate.src_embedding.weight.grad[4:7].abs().sum() > 0  # the source use counts
 
