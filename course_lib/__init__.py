@@ -22,11 +22,12 @@ Modules, one concept each:
   next-token logits;
 - :mod:`course_lib.cache` -- the key/value cache of incremental decoding;
 - :mod:`course_lib.decoding` -- greedy decoding, beam search, sampling with a temperature;
-- :mod:`course_lib.training` -- teacher forcing, the sequence loss, a seeded training loop;
+- :mod:`course_lib.training` -- teacher forcing, the sequence loss (label smoothing
+  optional), a seeded training loop, the paper's learning-rate schedule;
 - :mod:`course_lib.translation` -- the English-to-Spanish number translator and its
   shipped checkpoint;
 - :mod:`course_lib.families` -- encoder-only (BERT-like) and decoder-only (GPT-like) models,
-  masked-token and next-token training;
+  masked-token and next-token training, a classification head for fine-tuning;
 - :mod:`course_lib.recurrence` -- an RNN stepping through a sequence against self-attention:
   outputs, operation counts and timings;
 - :mod:`course_lib.discretize` -- a signal to tokens: frames, a k-means codebook, overlap-add;
@@ -36,6 +37,8 @@ Modules, one concept each:
 - :mod:`course_lib.plotting` -- the figures the chapters draw;
 - :mod:`course_lib.widgets` -- interactive explorers (core ipywidgets only, 7.7 and 8);
 - :mod:`course_lib.generation_widgets` -- explorers of translation, decoding and sampling;
+- :mod:`course_lib.recipe_widgets` -- the explorer of the learning-rate schedule and label
+  smoothing;
 - :mod:`course_lib.notebook` -- helpers for the chapter notebooks;
 - :mod:`course_lib.exercises` -- the exercises, their checks and the submission file;
 - :mod:`course_lib.grading` -- the instructors' grader (`course-grade`): sandbox, gradebook.

@@ -15,6 +15,10 @@ built from the same layers as the full model:
   (:func:`train_causal_lm`), it generates text token by token
   (:func:`course_lib.decoding.sample`).
 
+Fine-tuning (:class:`SequenceClassifier`, :func:`train_classifier`): a small head on top of
+an encoder, trained on labelled sequences, starting either from a pre-trained
+:class:`EncoderOnlyModel` or from a fresh one (training from scratch).
+
 Positions are the sinusoidal encoding of the original paper or, as in BERT and GPT-2, a
 learned table (:class:`LearnedPositions`).
 """
@@ -24,6 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from course_lib._checks import integer, positive_int, probability
@@ -37,8 +42,10 @@ __all__ = [
     "DecoderOnlyModel",
     "EncoderOnlyModel",
     "LearnedPositions",
+    "SequenceClassifier",
     "mask_tokens",
     "train_causal_lm",
+    "train_classifier",
     "train_masked_lm",
 ]
 
@@ -263,3 +270,75 @@ def train_causal_lm(model: DecoderOnlyModel, ids: Tensor, **settings: Any) -> Tr
         return sequence_loss(model(inputs), labels, model.pad_id)
 
     return fit(model, (ids,), batch_loss, **settings)
+
+
+# --------------------------------------------------------------------------- fine-tuning
+
+
+class SequenceClassifier(nn.Module):
+    """An encoder with a classification head: one label per sequence.
+
+    The encoder's last-layer vectors are averaged over the real (non-padding) tokens, and a
+    linear layer maps the mean to one score per class. (BERT reads the vector of a special
+    first token, ``[CLS]``, instead of the mean; either works as a summary.) The output map
+    of the encoder, its masked-token head, is not used.
+
+    Args:
+        encoder: an :class:`EncoderOnlyModel`, pre-trained or fresh; its parameters are
+            trained along with the head's (fine-tuning), not copied.
+        num_classes: the number of labels, at least 2.
+
+    Shape:
+        ``forward(ids)``: ``ids`` is ``(batch, L)``; returns scores ``(batch, num_classes)``.
+    """
+
+    def __init__(self, encoder: EncoderOnlyModel, num_classes: int) -> None:
+        super().__init__()
+        if not isinstance(encoder, EncoderOnlyModel):
+            raise TypeError(f"encoder must be an EncoderOnlyModel, got {type(encoder).__name__}")
+        num_classes = positive_int("num_classes", num_classes)
+        if num_classes < 2:
+            raise ValueError(f"num_classes must be at least 2, got {num_classes}")
+        self.encoder = encoder
+        self.head = nn.Linear(encoder.embedding.d_model, num_classes)
+
+    def forward(self, ids: Tensor) -> Tensor:
+        states = self.encoder.hidden_states(ids)  # (batch, L, d_model)
+        if self.encoder.pad_id is None:
+            pooled = states.mean(dim=1)
+        else:
+            real = (ids != self.encoder.pad_id).unsqueeze(-1)  # (batch, L, 1)
+            pooled = (states * real).sum(dim=1) / real.sum(dim=1).clamp(min=1)
+        return self.head(pooled)  # (batch, num_classes)
+
+
+def train_classifier(
+    model: SequenceClassifier, ids: Tensor, labels: Tensor, **settings: Any
+) -> TrainingHistory:
+    """Train a :class:`SequenceClassifier` (head and encoder) on labelled sequences.
+
+    Args:
+        model: the classifier.
+        ids: ``(N, L)`` token ids, padded with the encoder's ``pad_id``.
+        labels: ``(N,)`` class ids in ``[0, num_classes)``.
+        settings: ``epochs``, ``batch_size``, ``learning_rate``, ``seed`` ... of
+            :func:`course_lib.training.fit`.
+    """
+    if not isinstance(model, SequenceClassifier):
+        raise TypeError(f"model must be a SequenceClassifier, got {type(model).__name__}")
+    if not isinstance(ids, Tensor) or ids.dim() != 2:
+        raise ValueError(f"ids must be a (N, L) tensor of token ids, got {_shape(ids)}")
+    if not isinstance(labels, Tensor) or labels.shape != ids.shape[:1]:
+        raise ValueError(f"labels must be a ({ids.size(0)},) tensor, got {_shape(labels)}")
+    classes = model.head.out_features
+    if labels.dtype.is_floating_point or labels.min() < 0 or labels.max() >= classes:
+        raise ValueError(f"labels must be integer class ids in [0, {classes})")
+
+    def batch_loss(batch_ids: Tensor, batch_labels: Tensor) -> Tensor:
+        return F.cross_entropy(model(batch_ids), batch_labels)
+
+    return fit(model, (ids, labels), batch_loss, **settings)
+
+
+def _shape(value: object) -> object:
+    return tuple(value.shape) if isinstance(value, Tensor) else type(value).__name__

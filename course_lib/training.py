@@ -11,6 +11,20 @@ position is trained in one forward pass, the causal mask keeping each from seein
 The loss is the cross-entropy of the labels, averaged over the real tokens of the batch
 (padding does not count, :func:`sequence_loss`).
 
+The paper's training recipe (Vaswani et al., 2017, sections 5.3 and 5.4) adds:
+
+- label smoothing (:func:`smoothed_targets`, :func:`label_smoothed_loss`): the target of a
+  position with label ``y`` among ``K`` classes is ``(1 - eps) * onehot(y) + eps / K``, and
+  the loss ``-sum_k target_k * log p_k`` can go no lower than the entropy of that target
+  (:func:`smoothed_loss_minimum`);
+- the learning-rate schedule (:func:`transformer_schedule`,
+  :func:`transformer_scheduler`)::
+
+      lrate = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5),  step = 1, 2, ...
+
+  a linear rise for ``warmup`` steps to ``(d_model * warmup)^-0.5``, then a decay as
+  ``1 / sqrt(step)``.
+
 :func:`fit` is the training loop (shuffled mini-batches, Adam with a learning rate that
 rises linearly and then decays, :func:`warmup_then_decay`; seeded, on a chosen number of CPU
 threads, with an optional progress bar), and :func:`train_seq2seq` uses it with that loss.
@@ -35,10 +49,15 @@ __all__ = [
     "ProgressBar",
     "TrainingHistory",
     "fit",
+    "label_smoothed_loss",
     "sequence_loss",
+    "smoothed_loss_minimum",
+    "smoothed_targets",
     "teacher_forcing",
     "threads",
     "train_seq2seq",
+    "transformer_schedule",
+    "transformer_scheduler",
     "warmup_then_decay",
 ]
 
@@ -78,6 +97,7 @@ def sequence_loss(
     logits: Tensor,
     labels: Tensor,
     pad_id: int | None = 0,
+    label_smoothing: float = 0.0,
 ) -> Tensor:
     """Cross-entropy of the labels under the logits, averaged over the real tokens.
 
@@ -85,6 +105,8 @@ def sequence_loss(
         logits: ``(batch, L, vocab_size)``, the model's scores at every position.
         labels: ``(batch, L)``, the correct next tokens, ``pad_id`` where there is none.
         pad_id: positions whose label is ``pad_id`` do not count; ``None`` counts every one.
+        label_smoothing: ``eps`` in [0, 1): compare with the smoothed target of
+            :func:`smoothed_targets` instead of the one-hot label (0: plain cross-entropy).
 
     Returns:
         A scalar: ``-mean log softmax(logits)[label]`` over the positions that count, so a
@@ -92,8 +114,116 @@ def sequence_loss(
     """
     _check_logits(logits, labels)
     ignore = -100 if pad_id is None else integer("pad_id", pad_id)
+    smoothing = _check_smoothing(label_smoothing)
     scores = logits.flatten(0, 1)  # (batch * L, vocab_size): a row per position
-    return F.cross_entropy(scores, labels.flatten(), ignore_index=ignore)
+    return F.cross_entropy(scores, labels.flatten(), ignore_index=ignore, label_smoothing=smoothing)
+
+
+def _check_smoothing(epsilon: object) -> float:
+    epsilon = probability("label_smoothing", epsilon)
+    if epsilon == 1.0:
+        raise ValueError("label_smoothing must be below 1 (1 would ignore the labels), got 1.0")
+    return epsilon
+
+
+def smoothed_targets(labels: Tensor, num_classes: int, epsilon: float) -> Tensor:
+    """The label-smoothed target distribution: ``(1 - eps) * onehot(label) + eps / K``.
+
+    Every one of the ``K = num_classes`` classes, the correct one included, gets ``eps / K``;
+    the correct one gets ``1 - eps`` on top. This is the form of Szegedy et al. (2016) and of
+    ``F.cross_entropy(..., label_smoothing=eps)``.
+
+    Args:
+        labels: integer class ids of any shape ``(*)``, each in ``[0, num_classes)``.
+        num_classes: ``K``.
+        epsilon: ``eps`` in [0, 1).
+
+    Returns:
+        ``(*, K)``: a distribution per label (rows sum to 1).
+    """
+    num_classes = positive_int("num_classes", num_classes)
+    epsilon = _check_smoothing(epsilon)
+    if labels.dtype.is_floating_point or labels.dtype == torch.bool:
+        raise TypeError(f"labels must be integer class ids, got dtype {labels.dtype}")
+    if labels.numel() and (labels.min() < 0 or labels.max() >= num_classes):
+        raise ValueError(f"labels must be in [0, {num_classes}), got values outside")
+    one_hot = F.one_hot(labels, num_classes).to(torch.get_default_dtype())  # (*, K)
+    return (1 - epsilon) * one_hot + epsilon / num_classes
+
+
+def label_smoothed_loss(
+    logits: Tensor, labels: Tensor, epsilon: float, pad_id: int | None = 0
+) -> Tensor:
+    """Cross-entropy against the smoothed targets, averaged over the real tokens.
+
+        loss = mean over positions with label != pad_id of  -sum_k target_k * log p_k
+
+    with ``target = smoothed_targets(label, K, eps)`` and ``p = softmax(logits)``: the same
+    number as ``sequence_loss(logits, labels, pad_id, label_smoothing=eps)``, written out.
+
+    Args:
+        logits: ``(batch, L, K)``; labels: ``(batch, L)``; epsilon: ``eps`` in [0, 1);
+        pad_id: positions whose label is ``pad_id`` do not count (``None``: all count).
+    """
+    _check_logits(logits, labels)
+    real = torch.ones_like(labels, dtype=torch.bool) if pad_id is None else labels != pad_id
+    log_p = torch.log_softmax(logits[real], dim=-1)  # (N, K): the real positions only
+    target = smoothed_targets(labels[real], logits.size(-1), epsilon)  # (N, K)
+    return -(target * log_p).sum(dim=-1).mean()
+
+
+def smoothed_loss_minimum(num_classes: int, epsilon: float) -> float:
+    """The lowest value of the label-smoothed loss: the entropy of the smoothed target.
+
+    ``-sum_k q_k log p_k`` over distributions ``p`` is smallest at ``p = q`` (Gibbs'
+    inequality), where it is the entropy ``H(q)``. With ``q`` = ``1 - eps + eps/K`` on the
+    label and ``eps/K`` on each of the other ``K - 1`` classes::
+
+        H(q) = -(1 - eps + eps/K) log(1 - eps + eps/K) - (K - 1) (eps/K) log(eps/K)
+
+    which is 0 only for ``eps = 0``.
+    """
+    k = positive_int("num_classes", num_classes)
+    epsilon = _check_smoothing(epsilon)
+    high, low = 1 - epsilon + epsilon / k, epsilon / k
+    entropy = 0.0 - high * math.log(high)  # 0.0, not -0.0, when eps = 0
+    if low > 0:
+        entropy -= (k - 1) * low * math.log(low)
+    return entropy
+
+
+def transformer_schedule(step: int, d_model: int, warmup_steps: int = 4000) -> float:
+    """The paper's learning rate at training step ``step`` (counted from 1), section 5.3:
+
+        lrate = d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5)
+
+    It rises linearly for ``warmup_steps`` steps, peaks at ``step = warmup_steps`` with
+    ``(d_model * warmup_steps)^-0.5`` (about 7.0e-4 for 512 and 4000), then decays as
+    ``1 / sqrt(step)``.
+    """
+    step = positive_int("step", step)
+    d_model = positive_int("d_model", d_model)
+    warmup_steps = positive_int("warmup_steps", warmup_steps)
+    return d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
+
+
+def transformer_scheduler(
+    optimizer: torch.optim.Optimizer, d_model: int, warmup_steps: int = 4000
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """A ``LambdaLR`` that sets the learning rate to :func:`transformer_schedule` times the
+    optimizer's ``lr`` (give the optimizer ``lr=1.0`` for the paper's rates).
+
+    ``LambdaLR`` counts its calls from 0; the paper counts steps from 1, so the ``n``-th
+    optimizer step (``n = 0, 1, ...``) runs at the rate of paper step ``n + 1``. Call
+    ``scheduler.step()`` after every ``optimizer.step()``.
+    """
+    d_model = positive_int("d_model", d_model)
+    warmup_steps = positive_int("warmup_steps", warmup_steps)
+
+    def factor(calls: int) -> float:
+        return transformer_schedule(calls + 1, d_model, warmup_steps)
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
 def warmup_then_decay(
@@ -202,6 +332,8 @@ def fit(
     seed: int = 0,
     num_threads: int | None = 1,
     progress: bool | Callable[[int, int, float, float], None] = False,
+    schedule: Callable[[torch.optim.Optimizer, int], Any] | None = None,
+    adam_eps: float = 1e-8,
 ) -> TrainingHistory:
     """The training loop: shuffled mini-batches, a loss, its gradient, an Adam step.
 
@@ -223,6 +355,11 @@ def fit(
         num_threads: CPU threads during training (see :func:`threads`).
         progress: ``True`` for a :class:`ProgressBar`, or a function called after every
             step with ``(step, epoch, running_loss, seconds)``.
+        schedule: ``schedule(optimizer, total_steps)`` returns the learning-rate scheduler,
+            stepped after every optimizer step (``None``: :func:`warmup_then_decay` with
+            ``warmup_fraction``); e.g. ``lambda opt, total: transformer_scheduler(opt, 64)``
+            with ``learning_rate=1.0`` for the paper's schedule.
+        adam_eps: Adam's ``eps`` (PyTorch's default 1e-8; the paper used 1e-9).
 
     Returns:
         The :class:`TrainingHistory`.
@@ -234,9 +371,12 @@ def fit(
     steps_per_epoch = math.ceil(count / batch_size)
     total = epochs * steps_per_epoch
     optimizer = torch.optim.Adam(
-        model.parameters(), lr=learning_rate, betas=(0.9, 0.98)
+        model.parameters(), lr=learning_rate, betas=(0.9, 0.98), eps=adam_eps
     )  # fmt: skip
-    schedule = warmup_then_decay(optimizer, total, warmup_fraction)
+    if schedule is None:
+        scheduler = warmup_then_decay(optimizer, total, warmup_fraction)
+    else:
+        scheduler = schedule(optimizer, total)
     if progress is True:
         progress = ProgressBar(total).update
     order = torch.Generator().manual_seed(integer("seed", seed))
@@ -254,7 +394,7 @@ def fit(
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
-                schedule.step()
+                scheduler.step()
                 history.step_losses.append(loss.item())
                 epoch_loss += loss.item()
                 if progress:
@@ -283,6 +423,7 @@ def train_seq2seq(
     tgt_ids: Tensor,
     *,
     pad_id: int | None = 0,
+    label_smoothing: float = 0.0,
     **settings: Any,
 ) -> TrainingHistory:
     """Train an encoder-decoder ``model(src_ids, decoder_input) -> logits`` with teacher
@@ -293,6 +434,7 @@ def train_seq2seq(
         src_ids: ``(N, L_s)`` source ids.
         tgt_ids: ``(N, L_t)`` target ids ``<bos> ... <eos>``, padded with ``pad_id``.
         pad_id: the targets' padding id, left out of the loss.
+        label_smoothing: ``eps`` of :func:`sequence_loss` (0: none).
         settings: ``epochs``, ``batch_size``, ``learning_rate`` and the other keyword
             arguments of :func:`fit`.
     """
@@ -301,6 +443,6 @@ def train_seq2seq(
     def batch_loss(src: Tensor, tgt: Tensor) -> Tensor:
         decoder_input, labels = teacher_forcing(tgt)  # shifted by one
         logits = model(src, decoder_input)  # every position in one pass
-        return sequence_loss(logits, labels, pad_id)
+        return sequence_loss(logits, labels, pad_id, label_smoothing)
 
     return fit(model, (src_ids, tgt_ids), batch_loss, **settings)

@@ -30,7 +30,28 @@ from course_lib.embeddings import TokenEmbedding
 from course_lib.encoder import Encoder
 from course_lib.positional import PositionalEncoding
 
-__all__ = ["Transformer"]
+__all__ = ["EMBEDDING_SHARING", "Transformer"]
+
+EMBEDDING_SHARING = ("none", "target-output", "all")
+"""The values of ``Transformer(tie_embeddings=...)`` (``False`` and ``True`` mean the first two)."""
+
+
+def _sharing(tie_embeddings: object, src_vocab_size: object, tgt_vocab_size: object) -> str:
+    """``tie_embeddings`` as one of :data:`EMBEDDING_SHARING`, checked against the sizes."""
+    if isinstance(tie_embeddings, bool):
+        return "target-output" if tie_embeddings else "none"
+    if tie_embeddings not in EMBEDDING_SHARING:
+        raise ValueError(
+            f"tie_embeddings must be True, False or one of {EMBEDDING_SHARING}, "
+            f"got {tie_embeddings!r}"
+        )
+    if tie_embeddings == "all" and src_vocab_size != tgt_vocab_size:
+        raise ValueError(
+            "tie_embeddings='all' shares one matrix between the source and the target "
+            "embeddings, so it needs one shared vocabulary: src_vocab_size == tgt_vocab_size, "
+            f"got {src_vocab_size} and {tgt_vocab_size}"
+        )
+    return str(tie_embeddings)
 
 
 class Transformer(nn.Module):
@@ -50,8 +71,12 @@ class Transformer(nn.Module):
         pad_id: the padding id of both vocabularies (``Vocabulary.pad_id`` is 0), or ``None``
             if the inputs are never padded. Its embedding row starts at zero and is not
             trained, and the masks keep attention away from it.
-        tie_embeddings: share one matrix between the target embedding and the output
-            projection, as in the paper (section 3.4).
+        tie_embeddings: which matrices are one shared matrix (section 3.4 of the paper):
+            ``False`` or ``"none"``: none; ``True`` or ``"target-output"``: the target
+            embedding and the output projection's weight; ``"all"``: those two and the source
+            embedding, as in the paper, which needs one vocabulary for both languages
+            (``src_vocab_size == tgt_vocab_size``). Shared matrices are one ``Parameter``,
+            counted once by ``parameters()``; ``state_dict()`` keeps a key for each use.
         activation: of the feed-forward networks, ``"relu"`` or ``"gelu"``.
 
     Shape:
@@ -73,10 +98,11 @@ class Transformer(nn.Module):
         final_norm: bool | None = None,
         max_len: int = 5000,
         pad_id: int | None = 0,
-        tie_embeddings: bool = False,
+        tie_embeddings: bool | str = False,
         activation: str = "relu",
     ) -> None:
         super().__init__()
+        self.tie_embeddings = _sharing(tie_embeddings, src_vocab_size, tgt_vocab_size)
         self.d_model = positive_int("d_model", d_model)
         dropout = probability("dropout", dropout)
         self.pad_id = None if pad_id is None else integer("pad_id", pad_id)
@@ -89,8 +115,10 @@ class Transformer(nn.Module):
         self.encoder = Encoder(num_encoder_layers, *layers)
         self.decoder = Decoder(num_decoder_layers, *layers)
         self.output = nn.Linear(d_model, tgt_vocab_size)
-        if tie_embeddings:
+        if self.tie_embeddings in ("target-output", "all"):
             self.output.weight = self.tgt_embedding.weight
+        if self.tie_embeddings == "all":
+            self.src_embedding.weight = self.tgt_embedding.weight
 
     @classmethod
     def from_torch(

@@ -22,7 +22,13 @@ from test_exercises import WRONG_ENCODINGS, WRONG_ROTATIONS
 from test_exercises_foundations import WRONG_CODES, WRONG_LOOKUPS, WRONG_PAIRS
 from test_grading import SEED, document, entry, grade, write
 from test_layer_exercises import WRONG_ENCODER_LAYERS, WRONG_LAYER_NORMS
-from test_transformer_at_work_exercises import WRONG_CACHE_STEPS, WRONG_GREEDY, WRONG_LOSSES
+from test_transformer_at_work_exercises import (
+    WRONG_CACHE_STEPS,
+    WRONG_GREEDY,
+    WRONG_LOSSES,
+    WRONG_SCHEDULES,
+    WRONG_SMOOTHED_LOSSES,
+)
 
 from course_lib.exercises import evaluate, get_exercise
 from course_lib.grading.grader import Grader, Settings
@@ -92,6 +98,8 @@ WRONG = {
     "layer-norm": WRONG_LAYER_NORMS,
     "encoder-layer": WRONG_ENCODER_LAYERS,
     "teacher-forcing-loss": WRONG_LOSSES,
+    "transformer-schedule": WRONG_SCHEDULES,
+    "label-smoothed-loss": WRONG_SMOOTHED_LOSSES,
     "greedy-decoding": WRONG_GREEDY,
     "kv-cache-step": WRONG_CACHE_STEPS,
 }

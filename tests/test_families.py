@@ -11,8 +11,10 @@ from course_lib.families import (
     DecoderOnlyModel,
     EncoderOnlyModel,
     LearnedPositions,
+    SequenceClassifier,
     mask_tokens,
     train_causal_lm,
+    train_classifier,
     train_masked_lm,
 )
 
@@ -117,3 +119,51 @@ def test_masked_and_causal_training_lower_their_losses():
     gpt = model(DecoderOnlyModel)
     history = train_causal_lm(gpt, ids, epochs=4, batch_size=32, learning_rate=1e-2)
     assert history.epoch_losses[-1] < 0.5 * history.epoch_losses[0]
+
+
+# ----------------------------------------------------------------------------- fine-tuning
+
+
+def test_a_classifier_gives_one_score_per_class_from_the_mean_of_the_real_tokens():
+    bert = model(EncoderOnlyModel)
+    classifier = SequenceClassifier(bert, num_classes=3).eval()
+    scores = classifier(IDS)
+    assert scores.shape == (2, 3)
+    states = bert.hidden_states(IDS[1:, :4])  # the second row without its padding
+    torch.testing.assert_close(scores[1], classifier.head(states.mean(dim=1))[0])
+    assert classifier.encoder is bert  # fine-tuning trains the encoder itself
+
+
+def test_a_classifier_needs_an_encoder_only_model_and_two_classes():
+    with pytest.raises(TypeError, match="EncoderOnlyModel"):
+        SequenceClassifier(model(DecoderOnlyModel), 2)
+    with pytest.raises(ValueError, match="at least 2"):
+        SequenceClassifier(model(EncoderOnlyModel), 1)
+
+
+def test_train_classifier_learns_a_label_and_trains_the_encoder_too():
+    ids = torch.randint(4, 8, (128, 5), generator=torch.Generator().manual_seed(0))
+    labels = (ids[:, 2] >= 6).long()  # the label is a property of the third token
+    classifier = SequenceClassifier(model(EncoderOnlyModel), 2)
+    before = classifier.encoder.embedding.weight.detach().clone()
+    history = train_classifier(
+        classifier, ids, labels, epochs=10, batch_size=16, learning_rate=1e-2
+    )
+    assert history.epoch_losses[-1] < 0.5 * history.epoch_losses[0]
+    assert (classifier(ids).argmax(-1) == labels).float().mean() > 0.9
+    assert not torch.equal(before, classifier.encoder.embedding.weight)
+
+
+@pytest.mark.parametrize(
+    ("ids", "labels", "message"),
+    [
+        (torch.ones(4, dtype=torch.long), torch.zeros(4, dtype=torch.long), "ids must be"),
+        (torch.ones(4, 3, dtype=torch.long), torch.zeros(3, dtype=torch.long), "labels must be"),
+        (torch.ones(4, 3, dtype=torch.long), torch.full((4,), 2), r"in \[0, 2\)"),
+        (torch.ones(4, 3, dtype=torch.long), torch.zeros(4), r"in \[0, 2\)"),
+    ],
+)
+def test_train_classifier_refuses_bad_ids_and_labels(ids, labels, message):
+    classifier = SequenceClassifier(model(EncoderOnlyModel), 2)
+    with pytest.raises(ValueError, match=message):
+        train_classifier(classifier, ids, labels, epochs=1, batch_size=2, learning_rate=0.1)

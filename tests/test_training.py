@@ -9,10 +9,15 @@ import torch.nn.functional as F
 from course_lib.training import (
     ProgressBar,
     fit,
+    label_smoothed_loss,
     sequence_loss,
+    smoothed_loss_minimum,
+    smoothed_targets,
     teacher_forcing,
     threads,
     train_seq2seq,
+    transformer_schedule,
+    transformer_scheduler,
     warmup_then_decay,
 )
 from course_lib.transformer import Transformer
@@ -140,3 +145,141 @@ def test_train_seq2seq_refuses_ids_of_the_wrong_shape():
         train_seq2seq(tiny_model(), torch.zeros(4, dtype=torch.long),
                       torch.zeros(4, 3, dtype=torch.long), epochs=1, batch_size=2,
                       learning_rate=0.1)  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- the paper's recipe
+
+
+def test_the_papers_schedule_rises_linearly_peaks_at_warmup_then_decays_as_one_over_sqrt():
+    assert transformer_schedule(1, 512, 4000) == pytest.approx(512**-0.5 * 4000**-1.5)
+    assert transformer_schedule(2000, 512, 4000) == pytest.approx(
+        transformer_schedule(1, 512, 4000) * 2000
+    )
+    peak = transformer_schedule(4000, 512, 4000)
+    assert peak == pytest.approx((512 * 4000) ** -0.5) and peak == pytest.approx(6.99e-4, 1e-3)
+    assert max(transformer_schedule(s, 512, 4000) for s in range(1, 20_000)) == peak
+    assert transformer_schedule(16_000, 512, 4000) == pytest.approx(peak / 2)
+
+
+@pytest.mark.parametrize(
+    ("step", "d_model", "warmup"), [(0, 512, 4000), (1, 0, 4000), (1, 512, 0), (1.5, 512, 10)]
+)
+def test_the_papers_schedule_counts_steps_from_one_and_refuses_bad_sizes(step, d_model, warmup):
+    with pytest.raises((ValueError, TypeError)):
+        transformer_schedule(step, d_model, warmup)
+
+
+def test_the_scheduler_runs_the_nth_optimizer_step_at_the_rate_of_paper_step_n_plus_1():
+    weight = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.Adam([weight], lr=1.0)
+    scheduler = transformer_scheduler(optimizer, d_model=64, warmup_steps=10)
+    rates = []
+    for _ in range(30):
+        rates.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        scheduler.step()
+    assert rates == pytest.approx([transformer_schedule(s, 64, 10) for s in range(1, 31)])
+
+
+def test_fit_takes_another_schedule_and_adams_eps():
+    model = torch.nn.Linear(2, 1)
+    seen = []
+
+    def schedule(optimizer, total):
+        seen.append((optimizer.param_groups[0]["eps"], total))
+        return transformer_scheduler(optimizer, 2, 3)
+
+    x = torch.randn(8, 2)
+    fit(
+        model,
+        (x,),
+        lambda b: model(b).pow(2).mean(),
+        epochs=2,
+        batch_size=4,
+        learning_rate=1.0,
+        schedule=schedule,
+        adam_eps=1e-9,
+    )
+    assert seen == [(1e-9, 4)]
+
+
+def test_smoothed_targets_put_1_minus_eps_plus_eps_over_k_on_the_label():
+    target = smoothed_targets(torch.tensor([2, 0]), num_classes=4, epsilon=0.1)
+    expected = torch.tensor([[0.025, 0.025, 0.925, 0.025], [0.925, 0.025, 0.025, 0.025]])
+    torch.testing.assert_close(target, expected)
+    torch.testing.assert_close(target.sum(-1), torch.ones(2))
+
+
+@pytest.mark.parametrize(
+    ("labels", "k", "eps", "error"),
+    [
+        (torch.tensor([4]), 4, 0.1, ValueError),
+        (torch.tensor([-1]), 4, 0.1, ValueError),
+        (torch.tensor([0.0]), 4, 0.1, TypeError),
+        (torch.tensor([0]), 4, 1.0, ValueError),
+        (torch.tensor([0]), 4, -0.1, ValueError),
+    ],
+)
+def test_smoothed_targets_refuse_bad_labels_and_epsilons(labels, k, eps, error):
+    with pytest.raises(error):
+        smoothed_targets(labels, k, eps)
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1, 0.3])
+def test_the_smoothed_loss_is_torchs_label_smoothing_with_the_padding_left_out(eps):
+    torch.manual_seed(0)
+    logits = torch.randn(3, 5, 7)
+    labels = torch.randint(1, 7, (3, 5))
+    labels[1, 3:] = 0
+    labels[2, 1:] = 0
+    ours = label_smoothed_loss(logits, labels, eps, pad_id=0)
+    real = labels != 0
+    torch.testing.assert_close(
+        ours, F.cross_entropy(logits[real], labels[real], label_smoothing=eps)
+    )
+    torch.testing.assert_close(sequence_loss(logits, labels, 0, label_smoothing=eps), ours)
+    every = label_smoothed_loss(logits, labels, eps, pad_id=None)
+    torch.testing.assert_close(
+        every, F.cross_entropy(logits.flatten(0, 1), labels.flatten(), label_smoothing=eps)
+    )
+
+
+def test_the_smoothed_loss_cannot_go_below_the_entropy_of_the_target():
+    k, eps = 5, 0.1
+    minimum = smoothed_loss_minimum(k, eps)
+    target = smoothed_targets(torch.tensor([1]), k, eps)
+    assert minimum == pytest.approx(-(target * target.log()).sum().item())
+    logits = torch.zeros(1, 1, k, requires_grad=True)
+    optimizer = torch.optim.Adam([logits], lr=0.1)
+    for _ in range(500):
+        loss = label_smoothed_loss(logits, torch.tensor([[1]]), eps, pad_id=None)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert loss.item() == pytest.approx(minimum, abs=1e-4)
+    assert loss.item() >= minimum - 1e-6
+    assert smoothed_loss_minimum(k, 0.0) == 0.0
+
+
+def test_train_seq2seq_passes_label_smoothing_to_the_loss():
+    torch.manual_seed(0)
+    model = Transformer(
+        9,
+        9,
+        d_model=8,
+        num_heads=2,
+        num_encoder_layers=1,
+        num_decoder_layers=1,
+        d_ff=16,
+        dropout=0.0,
+    )
+    src = torch.randint(3, 9, (16, 4))
+    tgt = torch.cat([torch.ones(16, 1, dtype=torch.long), src, torch.full((16, 1), 2)], 1)
+    settings = {"epochs": 1, "batch_size": 16, "learning_rate": 0.0}
+    plain = train_seq2seq(model, src, tgt, **settings).step_losses[0]
+    smooth = train_seq2seq(model, src, tgt, label_smoothing=0.1, **settings).step_losses[0]
+    with torch.no_grad():
+        decoder_input, labels = teacher_forcing(tgt)
+        logits = model(src, decoder_input)
+    assert plain == pytest.approx(sequence_loss(logits, labels).item(), abs=1e-5)
+    assert smooth == pytest.approx(label_smoothed_loss(logits, labels, 0.1).item(), abs=1e-5)

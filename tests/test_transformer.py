@@ -166,3 +166,101 @@ def test_decode_requires_the_source_mask_to_be_passed():
     src, tgt = batch()
     with pytest.raises(TypeError, match="src_mask"):
         model.decode(tgt, model.encode(src))  # type: ignore[call-arg]
+
+
+# ----------------------------------------------------------------------------- shared embeddings
+
+
+def shared(**kwargs) -> Transformer:
+    torch.manual_seed(0)
+    settings = {
+        "d_model": D_MODEL,
+        "num_heads": 4,
+        "num_encoder_layers": 1,
+        "num_decoder_layers": 1,
+        "d_ff": 32,
+        "dropout": 0.0,
+        **kwargs,
+    }
+    return Transformer(SRC_VOCAB, SRC_VOCAB, **settings).eval()
+
+
+def test_sharing_all_makes_the_two_embeddings_and_the_output_one_parameter():
+    model = shared(tie_embeddings="all")
+    weight = model.tgt_embedding.weight
+    assert model.src_embedding.weight is weight and model.output.weight is weight
+    assert sum(p is weight for p in model.parameters()) == 1
+    unshared = shared()
+    count = sum(p.numel() for p in model.parameters())
+    assert count == sum(p.numel() for p in unshared.parameters()) - 2 * SRC_VOCAB * D_MODEL
+
+
+@pytest.mark.parametrize(
+    ("value", "name"), [(False, "none"), (True, "target-output"), ("none", "none"), ("all", "all")]
+)
+def test_tie_embeddings_takes_booleans_and_names(value, name):
+    assert shared(tie_embeddings=value).tie_embeddings == name
+
+
+def test_the_shared_matrix_gets_the_gradients_of_all_three_uses():
+    model = shared(tie_embeddings="all")
+    src, tgt = torch.tensor([[4, 5, 6]]), torch.tensor([[1, 7]])
+    model(src, tgt).logsumexp(-1).sum().backward()
+    grad = model.tgt_embedding.weight.grad
+    sources = model.tgt_embedding.weight.detach()
+    separate = shared()  # the same weights, three separate matrices
+    with torch.no_grad():
+        for module in (separate.src_embedding, separate.tgt_embedding, separate.output):
+            module.weight.copy_(sources)
+        for name, tensor in model.state_dict().items():
+            separate.state_dict()[name].copy_(tensor)
+    separate(src, tgt).logsumexp(-1).sum().backward()
+    total = sum(
+        m.weight.grad for m in (separate.src_embedding, separate.tgt_embedding, separate.output)
+    )
+    torch.testing.assert_close(grad, total)
+    assert separate.src_embedding.weight.grad[4:7].abs().sum() > 0  # the source use counts
+
+
+def test_a_shared_models_state_dict_round_trips_and_keeps_the_sharing():
+    model = shared(tie_embeddings="all")
+    state = model.state_dict()
+    assert {"src_embedding.weight", "tgt_embedding.weight", "output.weight"} <= set(state)
+    copy = shared(tie_embeddings="all")
+    torch.nn.init.zeros_(copy.tgt_embedding.weight)
+    copy.load_state_dict(state)
+    assert copy.src_embedding.weight is copy.output.weight
+    src, tgt = batch()
+    torch.testing.assert_close(copy(src, tgt), model(src, tgt))
+
+
+def test_sharing_all_needs_one_vocabulary_and_a_known_name():
+    with pytest.raises(ValueError, match="one shared vocabulary"):
+        small(tie_embeddings="all")
+    with pytest.raises(ValueError, match="tie_embeddings must be"):
+        small(tie_embeddings="source")
+
+
+def test_the_shipped_checkpoint_keeps_its_keys_and_loads():
+    from course_lib.translation import load_number_translator
+
+    model = load_number_translator().model
+    assert model.tie_embeddings == "none"
+    assert {"src_embedding.weight", "tgt_embedding.weight", "output.weight", "output.bias"} <= set(
+        model.state_dict()
+    )
+
+
+def papers_count(d_model, d_ff, heads, vocab=37_000):
+    with torch.device("meta"):
+        model = Transformer(vocab, vocab, d_model, heads, 6, 6, d_ff, tie_embeddings="all")
+    return sum(p.numel() for p in model.parameters())
+
+
+def test_the_papers_base_and_big_models_with_a_shared_37000_token_vocabulary():
+    base, big = papers_count(512, 2048, 8), papers_count(1024, 4096, 16)
+    layers = 6 * (4 * 512 * 513 + 2 * 512 * 2048 + 2048 + 512 + 2 * 2 * 512) + 6 * (
+        8 * 512 * 513 + 2 * 512 * 2048 + 2048 + 512 + 3 * 2 * 512
+    )
+    assert base == layers + 37_000 * 512 + 37_000  # one matrix, the output's bias
+    assert round(base / 1e6) == 63 and round(big / 1e6) == 214

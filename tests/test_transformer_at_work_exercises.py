@@ -16,7 +16,12 @@ from solutions import SOLUTIONS
 
 model_greedy_decoding = SOLUTIONS["greedy-decoding"]  # carried with wrong answers
 
-CHAPTERS = ("training-a-translator", "decoding-and-inference-cost", "model-families")
+CHAPTERS = (
+    "training-a-translator",
+    "training-recipe",
+    "decoding-and-inference-cost",
+    "model-families",
+)
 
 
 # ----------------------------------------------------------------------------- the loss
@@ -67,6 +72,95 @@ def test_mean_of_the_sentence_means_passes_only_where_all_sentences_have_one_len
     result = evaluate("teacher-forcing-loss", mean_of_the_sentence_means)
     assert result.checks[1].passed  # one sentence: the same number
     assert not result.checks[2].passed  # lengths 1 and 4
+
+
+# ----------------------------------------------------------------------------- the schedule
+
+
+def rates_counting_from_zero(steps, d_model, warmup_steps):
+    steps = steps.to(torch.float64) - 1  # the first step as step 0
+    return d_model**-0.5 * torch.minimum(steps**-0.5, steps * warmup_steps**-1.5)
+
+
+def rates_without_the_d_model_factor(steps, d_model, warmup_steps):
+    steps = steps.to(torch.float64)
+    return torch.minimum(steps**-0.5, steps * warmup_steps**-1.5)
+
+
+def rates_with_the_maximum(steps, d_model, warmup_steps):
+    steps = steps.to(torch.float64)
+    return d_model**-0.5 * torch.maximum(steps**-0.5, steps * warmup_steps**-1.5)
+
+
+def rates_with_warmup_to_the_minus_half(steps, d_model, warmup_steps):
+    steps = steps.to(torch.float64)
+    return d_model**-0.5 * torch.minimum(steps**-0.5, steps * warmup_steps**-0.5)
+
+
+WRONG_SCHEDULES = {
+    rates_counting_from_zero: "expected",
+    rates_without_the_d_model_factor: "expected",
+    rates_with_the_maximum: "expected",
+    rates_with_warmup_to_the_minus_half: "expected",
+}
+
+
+# ----------------------------------------------------------------------------- the smoothed loss
+
+
+def smoothing_over_the_other_classes(logits, labels, epsilon, pad_id):
+    k = logits.size(-1)
+    real = labels != pad_id
+    log_p = torch.log_softmax(logits[real], -1)
+    one_hot = F.one_hot(labels[real], k)
+    target = (1 - epsilon) * one_hot + epsilon / (k - 1) * (1 - one_hot)
+    return -(target * log_p).sum(-1).mean()
+
+
+def smoothing_counting_the_padding(logits, labels, epsilon, pad_id):
+    return F.cross_entropy(logits.flatten(0, 1), labels.flatten(), label_smoothing=epsilon)
+
+
+def smoothing_without_the_1_minus_epsilon(logits, labels, epsilon, pad_id):
+    k = logits.size(-1)
+    real = labels != pad_id
+    log_p = torch.log_softmax(logits[real], -1)
+    target = F.one_hot(labels[real], k) + epsilon / k  # sums to 1 + epsilon
+    return -(target * log_p).sum(-1).mean()
+
+
+def smoothing_of_the_probabilities(logits, labels, epsilon, pad_id):
+    k = logits.size(-1)
+    real = labels != pad_id
+    p = torch.softmax(logits[real], -1)
+    target = (1 - epsilon) * F.one_hot(labels[real], k) + epsilon / k
+    return -(target * p).sum(-1).mean()
+
+
+WRONG_SMOOTHED_LOSSES = {
+    smoothing_over_the_other_classes: "expected",
+    smoothing_counting_the_padding: "expected",
+    smoothing_without_the_1_minus_epsilon: "expected",
+    smoothing_of_the_probabilities: "expected",
+}
+
+
+def test_the_smoothed_loss_with_epsilon_0_is_the_teacher_forcing_loss():
+    exercise = get_exercise("label-smoothed-loss")
+    logits, labels, epsilon, pad_id = exercise.cases(exercise.seed)[3].args
+    assert epsilon == 0.0
+    real = labels != pad_id
+    torch.testing.assert_close(
+        exercise.reference(logits, labels, epsilon, pad_id),
+        F.cross_entropy(logits[real], labels[real]),
+    )
+
+
+def test_the_schedule_exercise_peaks_at_the_warmup_step():
+    exercise = get_exercise("transformer-schedule")
+    steps, d_model, warmup = exercise.cases(exercise.seed)[1].args
+    rates = exercise.reference(steps, d_model, warmup)
+    assert rates.argmax() == 1 and rates[1] == pytest.approx((512 * 4000) ** -0.5)
 
 
 # ----------------------------------------------------------------------------- greedy
@@ -225,6 +319,8 @@ WRONG_CACHE_STEPS = {
 
 WRONG_ANSWERS = [
     *[("teacher-forcing-loss", wrong, message) for wrong, message in WRONG_LOSSES.items()],
+    *[("transformer-schedule", wrong, message) for wrong, message in WRONG_SCHEDULES.items()],
+    *[("label-smoothed-loss", wrong, message) for wrong, message in WRONG_SMOOTHED_LOSSES.items()],
     *[("greedy-decoding", wrong, message) for wrong, message in WRONG_GREEDY.items()],
     *[("kv-cache-step", wrong, message) for wrong, message in WRONG_CACHE_STEPS.items()],
 ]
@@ -268,6 +364,12 @@ def test_the_greedy_answer_works_on_the_trained_translator_too():
         ("family-for-task", "c", "more than the task needs"),
         ("family-for-speech-to-text", "d", "keeps its causal mask"),
         ("held-out-numbers", "d", "teacher forcing is how the model is trained"),
+        ("shared-embedding-saving", "18944000", "two matrices are saved"),
+        ("shared-embedding-saving", "56832000", "the one they share"),
+        ("shared-embedding-saving", "37925000", "keeps the bias"),
+        ("smoothing-perplexity", "b", "labels are not replaced"),
+        ("smoothing-perplexity", "c", "measured against the real tokens"),
+        ("smoothing-perplexity", "d", "independent"),
     ],
 )
 def test_a_known_wrong_value_or_choice_gets_its_explanation(exercise_id, answer, message):

@@ -31,6 +31,7 @@ from course_lib.exercises import feed_forward_and_norm
 from course_lib.exercises import encoder
 from course_lib.exercises import decoder
 from course_lib.exercises import training_a_translator
+from course_lib.exercises import training_recipe
 from course_lib.exercises import decoding_and_inference_cost
 from course_lib.exercises import model_families
 
@@ -102,5 +103,6 @@ __all__ = [
     "self_attention",
     "submit",
     "training_a_translator",
+    "training_recipe",
     "transformers_at_a_glance",
 ]

@@ -1,5 +1,5 @@
-"""Model answers to the exercises of the chapters "Training a translator", "Decoding and the
-cost of inference" and "Model families"."""
+"""Model answers to the exercises of the chapters "Training a translator", "The paper's
+training recipe", "Decoding and the cost of inference" and "Model families"."""
 
 import math
 
@@ -12,6 +12,19 @@ def teacher_forcing_loss(logits, tgt_ids, pad_id):
     picked = log_p.gather(-1, labels[..., None])[..., 0]
     real = labels != pad_id
     return -(picked * real).sum() / real.sum()
+
+
+def learning_rates(steps, d_model, warmup_steps):
+    steps = steps.to(torch.float64)
+    return d_model**-0.5 * torch.minimum(steps**-0.5, steps * warmup_steps**-1.5)
+
+
+def smoothed_loss(logits, labels, epsilon, pad_id):
+    k = logits.size(-1)
+    real = labels != pad_id
+    log_p = torch.log_softmax(logits[real], dim=-1)
+    target = (1 - epsilon) * torch.nn.functional.one_hot(labels[real], k) + epsilon / k
+    return -(target * log_p).sum(-1).mean()
 
 
 def greedy_decode(model, prompt, eos_id, max_new_tokens):
@@ -38,6 +51,10 @@ def attend_with_cache(x, cached_keys, cached_values, w_q, w_k, w_v):
 SOLUTIONS = {
     "teacher-forcing-loss": teacher_forcing_loss,
     "held-out-numbers": "a",
+    "transformer-schedule": learning_rates,
+    "label-smoothed-loss": smoothed_loss,
+    "shared-embedding-saving": "37888000",
+    "smoothing-perplexity": "a",
     "greedy-decoding": greedy_decode,
     "kv-cache-step": attend_with_cache,
     "decoding-cost": "210",
