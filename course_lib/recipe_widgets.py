@@ -2,9 +2,9 @@
 
 :class:`RecipeExplorer` -- choose ``d_model`` and the warm-up, and see the learning rate of
 :func:`~course_lib.training.transformer_schedule` over the first steps with its peak; choose
-``eps`` and the number of classes ``K``, and see the smoothed target of
-:func:`~course_lib.training.smoothed_targets` with the lowest loss it allows
-(:func:`~course_lib.training.smoothed_loss_minimum`).
+the smoothing rate ``eps_ls`` (the paper's epsilon_ls) and the number of classes ``|V|``, and
+see the smoothed target of :func:`~course_lib.training.smoothed_targets` with the lowest loss
+it allows (:func:`~course_lib.training.smoothed_loss_minimum`).
 
 In the HTML book the explorer shows the state it was saved with; open the chapter in Colab
 or Jupyter to use its controls.
@@ -30,7 +30,7 @@ class RecipeExplorer(widgets.VBox):
 
     Args:
         d_model, warmup_steps: the schedule's settings (the paper's base model: 512, 4000).
-        epsilon, num_classes: the label smoothing ``eps`` and the number of classes ``K``.
+        epsilon, num_classes: the label smoothing ``eps_ls`` and the number of classes ``|V|``.
     """
 
     def __init__(
@@ -62,7 +62,7 @@ class RecipeExplorer(widgets.VBox):
             min=0.0,
             max=0.5,
             step=0.05,
-            description="epsilon",
+            description="ε_ls (smoothing)",
             continuous_update=False,
             layout=_WIDE,
             style=_LABEL,
@@ -70,8 +70,8 @@ class RecipeExplorer(widgets.VBox):
         self.num_classes = widgets.IntSlider(
             value=num_classes,
             min=2,
-            max=40,
-            description="classes K",
+            max=64,
+            description="classes |V|",
             continuous_update=False,
             layout=_WIDE,
             style=_LABEL,
@@ -119,7 +119,7 @@ class RecipeExplorer(widgets.VBox):
         right.set_ylim(0, 1)
         right.set_xlabel("class (the label is 0)")
         right.set_ylabel("target probability")
-        right.set_title(f"smoothed target, eps {epsilon:.2f}, K {num_classes}")
+        right.set_title(f"smoothed target, ε_ls {epsilon:.2f}, |V| {num_classes}")
         fig.tight_layout()
         plt.show()
         plt.close(fig)

@@ -147,7 +147,7 @@ def smoothed_targets(labels: Tensor, num_classes: int, epsilon: float) -> Tensor
         raise TypeError(f"labels must be integer class ids, got dtype {labels.dtype}")
     if labels.numel() and (labels.min() < 0 or labels.max() >= num_classes):
         raise ValueError(f"labels must be in [0, {num_classes}), got values outside")
-    one_hot = F.one_hot(labels, num_classes).to(torch.get_default_dtype())  # (*, K)
+    one_hot = F.one_hot(labels, num_classes).to(torch.get_default_dtype())  # (*, num_classes)
     return (1 - epsilon) * one_hot + epsilon / num_classes
 
 
@@ -167,8 +167,8 @@ def label_smoothed_loss(
     """
     _check_logits(logits, labels)
     real = torch.ones_like(labels, dtype=torch.bool) if pad_id is None else labels != pad_id
-    log_p = torch.log_softmax(logits[real], dim=-1)  # (N, K): the real positions only
-    target = smoothed_targets(labels[real], logits.size(-1), epsilon)  # (N, K)
+    log_p = torch.log_softmax(logits[real], dim=-1)  # (N, num_classes): the real positions only
+    target = smoothed_targets(labels[real], logits.size(-1), epsilon)  # (N, num_classes)
     return -(target * log_p).sum(dim=-1).mean()
 
 
