@@ -126,7 +126,9 @@ def _check_smoothing(epsilon: object) -> float:
     return epsilon
 
 
-def smoothed_targets(labels: Tensor, num_classes: int, epsilon: float) -> Tensor:
+def smoothed_targets(
+    labels: Tensor, num_classes: int, epsilon: float, dtype: torch.dtype | None = None
+) -> Tensor:
     """The label-smoothed target distribution: ``(1 - eps) * onehot(label) + eps / K``.
 
     Every one of the ``K = num_classes`` classes, the correct one included, gets ``eps / K``;
@@ -137,6 +139,7 @@ def smoothed_targets(labels: Tensor, num_classes: int, epsilon: float) -> Tensor
         labels: integer class ids of any shape ``(*)``, each in ``[0, num_classes)``.
         num_classes: ``K``.
         epsilon: ``eps`` in [0, 1).
+        dtype: of the result, on the labels' device; ``None`` means PyTorch's default dtype.
 
     Returns:
         ``(*, K)``: a distribution per label (rows sum to 1).
@@ -147,7 +150,7 @@ def smoothed_targets(labels: Tensor, num_classes: int, epsilon: float) -> Tensor
         raise TypeError(f"labels must be integer class ids, got dtype {labels.dtype}")
     if labels.numel() and (labels.min() < 0 or labels.max() >= num_classes):
         raise ValueError(f"labels must be in [0, {num_classes}), got values outside")
-    one_hot = F.one_hot(labels, num_classes).to(torch.get_default_dtype())  # (*, num_classes)
+    one_hot = F.one_hot(labels, num_classes).to(dtype or torch.get_default_dtype())  # (*, classes)
     return (1 - epsilon) * one_hot + epsilon / num_classes
 
 
@@ -168,7 +171,7 @@ def label_smoothed_loss(
     _check_logits(logits, labels)
     real = torch.ones_like(labels, dtype=torch.bool) if pad_id is None else labels != pad_id
     log_p = torch.log_softmax(logits[real], dim=-1)  # (N, num_classes): the real positions only
-    target = smoothed_targets(labels[real], logits.size(-1), epsilon)  # (N, num_classes)
+    target = smoothed_targets(labels[real], logits.size(-1), epsilon, log_p.dtype)  # (N, classes)
     return -(target * log_p).sum(dim=-1).mean()
 
 

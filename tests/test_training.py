@@ -283,3 +283,13 @@ def test_train_seq2seq_passes_label_smoothing_to_the_loss():
         logits = model(src, decoder_input)
     assert plain == pytest.approx(sequence_loss(logits, labels).item(), abs=1e-5)
     assert smooth == pytest.approx(label_smoothed_loss(logits, labels, 0.1).item(), abs=1e-5)
+
+
+def test_the_smoothed_loss_keeps_the_precision_of_float64_logits():
+    torch.manual_seed(0)
+    logits = torch.randn(2, 5, 7, dtype=torch.float64)
+    labels = torch.randint(1, 7, (2, 5))
+    ours = label_smoothed_loss(logits, labels, 0.1, pad_id=None)
+    torchs = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), label_smoothing=0.1)
+    assert ours.dtype == torch.float64
+    torch.testing.assert_close(ours, torchs, rtol=0, atol=1e-14)
