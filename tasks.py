@@ -168,6 +168,7 @@ def execute_notebook(path: Path, timeout: int = 300) -> float:
     import nbformat
 
     notebook, seconds = run_notebook(path, timeout)
+    notebook = merge_adjacent_streams(notebook)
     notebook = stable_widget_ids(notebook, salt=path.stem)
     nbformat.validate(notebook)
     nbformat.write(notebook, path)
@@ -247,6 +248,32 @@ def wait_in_slices(get_msg, slice_seconds: float = 1.0):
                     raise
 
     return get_msg_in_slices
+
+
+def merge_adjacent_streams(notebook):
+    """Store what a cell prints to one stream in a row as one output, however it arrived.
+
+    The kernel flushes stdout on a timer, so under load one print can reach the notebook as
+    several stream messages; merging them makes the stored file the same whatever the load.
+    Only neighbours are merged: nbclient's own ``coalesce_streams`` also joins a print made
+    after a figure to one made before it, which would move text above the figure.
+    """
+    for cell in notebook.cells:
+        merged = []
+        for output in cell.get("outputs", []):
+            previous = merged[-1] if merged else None
+            if (
+                output.get("output_type") == "stream"
+                and previous is not None
+                and previous.get("output_type") == "stream"
+                and previous.get("name") == output.get("name")
+            ):
+                previous["text"] += output["text"]
+            else:
+                merged.append(output)
+        if "outputs" in cell:
+            cell["outputs"] = merged
+    return notebook
 
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

@@ -66,3 +66,28 @@ def test_run_notebook_does_not_change_the_file(tmp_path):
     executed, seconds = tasks.run_notebook(path, timeout=60)
     assert executed.cells[0].outputs[0]["text"] == "42\n"
     assert seconds > 0 and path.read_bytes() == before
+
+
+def _stream(name, text):
+    return {"output_type": "stream", "name": name, "text": text}
+
+
+def test_a_printout_split_into_several_stream_messages_is_stored_as_one():
+    import nbformat
+
+    figure = {"output_type": "display_data", "data": {"text/plain": "<Figure>"}, "metadata": {}}
+    cell = nbformat.v4.new_code_cell(
+        "...", outputs=[_stream("stdout", "a\n"), _stream("stdout", "b\n"), figure]
+    )
+    notebook = tasks.merge_adjacent_streams(nbformat.v4.new_notebook(cells=[cell]))
+    assert notebook.cells[0].outputs == [_stream("stdout", "a\nb\n"), figure]
+
+
+def test_prints_on_either_side_of_a_figure_stay_on_their_side():
+    import nbformat
+
+    figure = {"output_type": "display_data", "data": {"text/plain": "<Figure>"}, "metadata": {}}
+    outputs = [_stream("stdout", "before\n"), figure, _stream("stdout", "after\n")]
+    cell = nbformat.v4.new_code_cell("...", outputs=[dict(o) for o in outputs])
+    notebook = tasks.merge_adjacent_streams(nbformat.v4.new_notebook(cells=[cell]))
+    assert notebook.cells[0].outputs == outputs

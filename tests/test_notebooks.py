@@ -8,6 +8,7 @@ built.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import re
 import subprocess
@@ -181,6 +182,16 @@ def test_widget_model_ids_are_the_stable_ones_tasks_execute_writes(notebook_path
     notebook = read_notebook(notebook_path)
     renamed = tasks.stable_widget_ids(read_notebook(notebook_path), salt=notebook_path.stem)
     assert renamed == notebook, "execute the notebook with `python3 tasks.py execute`"
+
+
+def test_what_a_cell_prints_in_a_row_is_stored_as_one_stream_output(notebook_path):
+    for index, cell in enumerate(code_cells(read_notebook(notebook_path))):
+        streams = [o.get("name") if o.output_type == "stream" else None for o in cell.outputs]
+        for first, second in itertools.pairwise(streams):
+            assert not (first and first == second), (
+                f"code cell {index} stores one printout as several {first} outputs (split by "
+                "the kernel's timing); execute the notebook with `python3 tasks.py execute`"
+            )
 
 
 def test_stored_exercises_show_the_unanswered_state(notebook_path):
