@@ -80,6 +80,14 @@ def test_a_value_question_reads_the_numbers_typed_in():
     assert question.result.passed
 
 
+@pytest.mark.parametrize(
+    "exercise_id, placeholder",
+    [("mha-parameter-count", "one number"), ("pe-worked-example", "4 numbers separated by commas")],
+)
+def test_the_answer_box_says_how_many_numbers_it_takes(exercise_id, placeholder):
+    assert ask(exercise_id).answer.placeholder == placeholder
+
+
 def test_pressing_check_with_nothing_chosen_records_nothing():
     question = ask("pe-doubled-index-bug")
     question.button.click()

@@ -472,6 +472,14 @@ class ValueExercise(Exercise):
     def _names(self, size: int) -> list[str]:
         return list(self.entry_names) if self.entry_names else [f"entry {j}" for j in range(size)]
 
+    @property
+    def answer_format(self) -> str:
+        """What the answer box takes, for its placeholder: "one number" or "3 numbers, ..."."""
+        size = self.expected().numel()
+        if size == 1:
+            return "one number"
+        return f"{size} numbers separated by commas"
+
     def grade(
         self, answer: object, *, timeout: float | None = None, seed: int | None = None
     ) -> tuple[list[Check], str]:

@@ -284,7 +284,7 @@ class Question(widgets.VBox):
             prompt = exercise.question
         elif isinstance(exercise, ValueExercise):
             self.answer = widgets.Text(
-                placeholder="numbers separated by commas",
+                placeholder=exercise.answer_format,
                 layout=widgets.Layout(width="420px"),
             )
             prompt = exercise.question
