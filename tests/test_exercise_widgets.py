@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import ipywidgets as widgets
 import pytest
 
@@ -70,6 +72,17 @@ def test_a_choice_question_starts_unanswered_and_records_the_checked_answer():
     assert question.result.passed and "PASSED" in question.feedback.value
     row = next(r for r in progress().rows if r["id"] == "pe-doubled-index-bug")
     assert (row["status"], row["attempts"]) == ("passed", 2)
+
+
+def test_a_choice_question_lists_the_option_texts_and_its_buttons_carry_only_the_keys():
+    exercise = get_exercise("add-norm-order")
+    question = ask("add-norm-order")
+    listing = question.children[1]
+    assert isinstance(listing, widgets.HTML)
+    for option in exercise.options:
+        assert f"<b>({option.key})</b> {html.escape(option.text)}" in listing.value
+    labels = [label for label, _ in question.answer.options]
+    assert labels == [f"({option.key})" for option in exercise.options]
 
 
 def test_a_value_question_reads_the_numbers_typed_in():

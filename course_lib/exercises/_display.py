@@ -7,13 +7,13 @@ Only widgets that exist in ipywidgets 7.7 (what Colab ships) and 8 are used: ``V
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import ipywidgets as widgets
 
 from course_lib.exercises._registry import Check, Exercise, Result
 
-__all__ = ["in_notebook", "result_html", "result_panel", "show"]
+__all__ = ["in_notebook", "options_html", "result_html", "result_panel", "show"]
 
 COLORS = {"passed": "#1a7f37", "failed": "#cf222e", "not attempted": "#57606a"}
 CHECK_MARKS = {
@@ -72,6 +72,20 @@ def _check_row(check: Check) -> str:
         f"<td style='vertical-align:top; padding-right:10px'><b>{html.escape(check.name)}</b></td>"
         f"<td style='vertical-align:top'>{html.escape(check.message)}</td></tr>"
     )
+
+
+def options_html(options: Sequence[tuple[str, str]]) -> str:
+    """The options of a choice question as a list, each ``(key) text`` in a row of its own.
+
+    The text lives in HTML, where it wraps at any width, and the radio buttons below it carry
+    only the keys: RadioButtons gives each option a fixed-height row, so a long option would
+    overflow onto the next one.
+    """
+    rows = "".join(
+        f'<li style="margin: 2px 0;"><b>({html.escape(key)})</b> {html.escape(text)}</li>'
+        for key, text in options
+    )
+    return f'<ul style="list-style: none; padding-left: 0; margin: 4px 0;">{rows}</ul>'
 
 
 def result_html(result: Result, exercise: Exercise) -> str:

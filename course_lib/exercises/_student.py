@@ -264,6 +264,8 @@ class Question(widgets.VBox):
     """A choice or value exercise as a widget: an answer control, a Check button, feedback.
 
     Clicking Check runs :func:`check` on the answer and records it, like calling ``check``.
+    A choice question lists its options as wrapped text, and its radio buttons carry only
+    the keys ``(a)``, ``(b)``, ...: no option's text can run over the next one, at any width.
 
     Attributes:
         answer: the RadioButtons (choice) or Text (value) widget.
@@ -275,10 +277,15 @@ class Question(widgets.VBox):
     def __init__(self, exercise: Exercise) -> None:
         self.exercise = exercise
         self.result: Result | None = None
+        extra: list[widgets.Widget] = []
         if isinstance(exercise, ChoiceExercise):
+            options = [(o.key, o.text) for o in exercise.options]
+            extra.append(widgets.HTML(_display.options_html(options)))
             self.answer = widgets.RadioButtons(
-                options=[(f"({o.key}) {o.text}", o.key) for o in exercise.options],
+                options=[(f"({key})", key) for key, _ in options],
                 value=None,
+                description="Your answer:",
+                style={"description_width": "initial"},
                 layout=widgets.Layout(width="auto"),
             )
             prompt = exercise.question
@@ -297,7 +304,7 @@ class Question(widgets.VBox):
         self.feedback = widgets.HTML()
         self.button.on_click(lambda _: self.submit_answer())
         question = widgets.HTML(f"<b>{html.escape(exercise.title)}.</b> {html.escape(prompt)}")
-        super().__init__([question, self.answer, self.button, self.feedback])
+        super().__init__([question, *extra, self.answer, self.button, self.feedback])
 
     def submit_answer(self) -> Result:
         """Check the answer currently entered (what the Check button does)."""
