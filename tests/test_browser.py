@@ -32,6 +32,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import sync_playwright
 
 from conftest import ROOT, WIDGET_STATE, WIDGET_VIEW, book_config, toc_files
+from course_lib.exercises import ChoiceExercise, list_exercises
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -189,9 +190,9 @@ class BrowserBook:
     def url(self, name: str) -> str:
         return f"{self.base}{name}.html"
 
-    def new_page(self, visit: Visit):
+    def new_page(self, visit: Visit, width: int = 1280, height: int = 900):
         """A page in a fresh context that aborts (and records) every request off 127.0.0.1."""
-        context = self.browser.new_context(viewport={"width": 1280, "height": 900})
+        context = self.browser.new_context(viewport={"width": width, "height": height})
 
         def route(route):
             url = route.request.url
@@ -416,3 +417,39 @@ def test_search_finds_the_positional_encoding_chapter_for_sinusoid(book):
     hits = [result for result in results if result["href"].split("#")[0] == chapter]
     assert hits, f"searching 'sinusoid' gave {results}"
     assert any("Positional encoding" in hit["text"] for hit in hits), hits
+
+
+RADIO_ROWS_JS = """() => [...document.querySelectorAll('.widget-radio-box')].map(box => {
+    const labels = [...box.querySelectorAll('label')];
+    const rects = labels.map(label => label.getBoundingClientRect());
+    return {
+        labels: labels.map(label => label.textContent.trim()),
+        overlapping: labels.slice(1)
+            .filter((label, i) => rects[i].bottom > rects[i + 1].top + 0.5)
+            .map(label => label.textContent.trim()),
+        overflowing: labels
+            .filter(label => label.scrollHeight > label.clientHeight + 1
+                          || label.scrollWidth > label.clientWidth + 1)
+            .map(label => label.textContent.trim()),
+    };
+})"""
+CHOICE_PAGES = sorted(
+    {f"chapters/{e.chapter}" for e in list_exercises() if isinstance(e, ChoiceExercise)}
+)
+
+
+@pytest.mark.parametrize("width, height", [(1366, 768), (390, 844)])
+@pytest.mark.parametrize("name", CHOICE_PAGES)
+def test_every_radio_option_has_a_row_of_its_own_that_holds_its_text(book, name, width, height):
+    visit = Visit(name=f"{name}@{width}", url=book.url(name))
+    context, page = book.new_page(visit, width, height)
+    try:
+        page.goto(visit.url, wait_until="load")
+        page.wait_for_function(WIDGETS_RENDERED_JS, timeout=RENDER_TIMEOUT_MS)
+        boxes = page.evaluate(RADIO_ROWS_JS)
+    finally:
+        context.close()
+    assert boxes, f"{name}: no radio buttons rendered"
+    for box in boxes:
+        assert not box["overlapping"], f"{name} at {width} px: rows overlap {box}"
+        assert not box["overflowing"], f"{name} at {width} px: text runs out of its row {box}"
