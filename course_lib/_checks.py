@@ -62,6 +62,13 @@ def probability(name: str, value: object) -> float:
     return p
 
 
+def shape_of(value: object) -> object:
+    """What an error message says came: a tensor's shape as a tuple, else the type's name."""
+    import torch
+
+    return tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+
+
 def sequences(name: str, x: object, d_model: int) -> None:
     """Raise unless ``x`` is a ``(batch, length, d_model)`` tensor with at least one position."""
     import torch

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from course_lib._checks import integer, positive_int
+from course_lib._checks import integer, positive_int, shape_of
 from course_lib.transformer import Transformer
 
 __all__ = [
@@ -49,7 +49,7 @@ NextTokenScorer = Callable[[Tensor], Tensor]
 
 def _check_prompt(prompt: object) -> Tensor:
     if not isinstance(prompt, Tensor) or prompt.dim() != 2 or prompt.size(1) == 0:
-        shape = tuple(prompt.shape) if isinstance(prompt, Tensor) else type(prompt).__name__
+        shape = shape_of(prompt)
         raise ValueError(
             "prompt must be a (batch, t) tensor of token ids with t >= 1 (for translation "
             f"a column of <bos> ids), got {shape}"
@@ -65,7 +65,7 @@ def _next_scores(model: NextTokenScorer, ids: Tensor) -> Tensor:
     with torch.no_grad():
         scores = model(ids)
     if not isinstance(scores, Tensor) or scores.dim() != 2 or scores.size(0) != ids.size(0):
-        shape = tuple(scores.shape) if isinstance(scores, Tensor) else type(scores).__name__
+        shape = shape_of(scores)
         raise ValueError(
             f"the scorer must return next-token scores of shape (batch={ids.size(0)}, "
             f"vocab_size), got {shape}; for a model that returns (batch, t, vocab_size) "

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from course_lib._checks import integer, positive_int
+from course_lib._checks import integer, positive_int, shape_of
 
 __all__ = [
     "Codebook",
@@ -293,7 +293,7 @@ def kmeans(
         centroids = _kmeans_plus_plus(points, k, torch.Generator().manual_seed(seed))
     else:
         if not isinstance(init, Tensor) or init.shape != (k, d):
-            shape = tuple(init.shape) if isinstance(init, Tensor) else type(init).__name__
+            shape = shape_of(init)
             raise ValueError(f"init must be a tensor of shape (k, d) = ({k}, {d}), got {shape}")
         centroids = init.to(points).clone()
     assignments = _nearest(points, centroids)

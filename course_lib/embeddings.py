@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from course_lib._checks import integer, positive_int
+from course_lib._checks import integer, positive_int, shape_of
 
 __all__ = ["PatchEmbedding", "TokenEmbedding", "check_token_ids", "one_hot_lookup", "patchify"]
 
@@ -201,7 +201,7 @@ def patchify(images: Tensor, patch_size: int) -> Tensor:
     """
     patch_size = positive_int("patch_size", patch_size)
     if not isinstance(images, Tensor) or images.dim() != 4:
-        shape = tuple(images.shape) if isinstance(images, Tensor) else type(images).__name__
+        shape = shape_of(images)
         raise ValueError(f"images must have shape (batch, channels, height, width), got {shape}")
     batch, channels, height, width = images.shape
     if height % patch_size or width % patch_size:

@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from course_lib._checks import integer, positive_int, probability
+from course_lib._checks import integer, positive_int, probability, shape_of
 from course_lib.attention import causal_mask, padding_mask
 from course_lib.embeddings import TokenEmbedding, check_token_ids
 from course_lib.encoder import Encoder
@@ -128,7 +128,7 @@ class _OneStackModel(nn.Module):
     def hidden_states(self, ids: Tensor) -> Tensor:
         """The last layer's vector at every position: ``(batch, L, d_model)``."""
         if not isinstance(ids, Tensor) or ids.dim() != 2 or ids.size(1) == 0:
-            shape = tuple(ids.shape) if isinstance(ids, Tensor) else type(ids).__name__
+            shape = shape_of(ids)
             raise ValueError(f"ids must be a (batch, L) tensor of token ids, got {shape}")
         check_token_ids(ids, self.vocab_size)
         x = self.positional(self.embedding(ids))
@@ -327,9 +327,9 @@ def train_classifier(
     if not isinstance(model, SequenceClassifier):
         raise TypeError(f"model must be a SequenceClassifier, got {type(model).__name__}")
     if not isinstance(ids, Tensor) or ids.dim() != 2:
-        raise ValueError(f"ids must be a (N, L) tensor of token ids, got {_shape(ids)}")
+        raise ValueError(f"ids must be a (N, L) tensor of token ids, got {shape_of(ids)}")
     if not isinstance(labels, Tensor) or labels.shape != ids.shape[:1]:
-        raise ValueError(f"labels must be a ({ids.size(0)},) tensor, got {_shape(labels)}")
+        raise ValueError(f"labels must be a ({ids.size(0)},) tensor, got {shape_of(labels)}")
     classes = model.head.out_features
     if labels.dtype.is_floating_point or labels.min() < 0 or labels.max() >= classes:
         raise ValueError(f"labels must be integer class ids in [0, {classes})")
@@ -338,7 +338,3 @@ def train_classifier(
         return F.cross_entropy(model(batch_ids), batch_labels)
 
     return fit(model, (ids, labels), batch_loss, **settings)
-
-
-def _shape(value: object) -> object:
-    return tuple(value.shape) if isinstance(value, Tensor) else type(value).__name__

@@ -24,7 +24,7 @@ from matplotlib.axes import Axes
 from torch import Tensor, nn
 
 from course_lib import training
-from course_lib._checks import integer, positive_int
+from course_lib._checks import integer, positive_int, shape_of
 from course_lib.attention import scaled_dot_product_attention
 
 __all__ = [
@@ -43,7 +43,7 @@ def _initial_state(x: Tensor, cell: nn.RNNCell, h0: Tensor | None) -> Tensor:
     if not isinstance(cell, nn.RNNCell):
         raise TypeError(f"cell must be an nn.RNNCell, got {type(cell).__name__}")
     if not isinstance(x, Tensor) or x.dim() != 3 or x.size(-1) != cell.input_size or not x.size(1):
-        shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
+        shape = shape_of(x)
         raise ValueError(
             f"expected inputs of shape (batch, seq >= 1, input_size={cell.input_size}), got {shape}"
         )

@@ -43,7 +43,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from course_lib._checks import integer, positive_int, probability
+from course_lib._checks import integer, positive_int, probability, shape_of
 
 __all__ = [
     "ProgressBar",
@@ -64,7 +64,7 @@ __all__ = [
 
 def _check_targets(tgt_ids: object) -> None:
     if not isinstance(tgt_ids, Tensor) or tgt_ids.dim() != 2 or tgt_ids.size(1) < 2:
-        shape = tuple(tgt_ids.shape) if isinstance(tgt_ids, Tensor) else type(tgt_ids).__name__
+        shape = shape_of(tgt_ids)
         raise ValueError(
             f"tgt_ids must be a (batch, L) tensor with L >= 2 (<bos> ... <eos>), got {shape}"
         )

@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from course_lib._checks import integer, positive_int, probability
+from course_lib._checks import integer, positive_int, probability, shape_of
 from course_lib.attention import causal_mask, padding_mask
 from course_lib.cache import DecoderCache
 from course_lib.decoder import Decoder
@@ -276,7 +276,7 @@ class Transformer(nn.Module):
     @staticmethod
     def _check_ids(name: str, ids: object) -> None:
         if not isinstance(ids, Tensor) or ids.dim() != 2:
-            shape = tuple(ids.shape) if isinstance(ids, Tensor) else type(ids).__name__
+            shape = shape_of(ids)
             raise ValueError(
                 f"{name} must be a (batch, length) tensor of token ids, got {shape}; "
                 "for one sentence use ids.unsqueeze(0)"

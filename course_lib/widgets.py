@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from course_lib._checks import shape_of
 from course_lib.attention import causal_mask, scaled_dot_product_attention, split_heads
 from course_lib.discretize import Codebook, frame_signal, overlap_add, reconstruction_snr
 from course_lib.plotting import (
@@ -491,7 +492,7 @@ def _check_runs(tables: Mapping[str, Tensor], vocab: Vocabulary) -> None:
         raise ValueError("give at least one embedding table, e.g. {'skip-gram': table}")
     for name, table in tables.items():
         if not isinstance(table, Tensor) or table.dim() != 2 or table.size(0) != len(vocab):
-            shape = tuple(table.shape) if isinstance(table, Tensor) else type(table).__name__
+            shape = shape_of(table)
             raise ValueError(
                 f"embedding table {name!r} must have shape (len(vocab), dim) = "
                 f"({len(vocab)}, dim), got {shape}"
