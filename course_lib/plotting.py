@@ -1,19 +1,45 @@
-"""Figures shared by the chapters and the widgets, drawn with matplotlib.
+"""Figures shared by the chapters and the widgets, drawn with matplotlib, and the book's
+figure style.
 
-Every function draws into an ``Axes`` it is given (or a new one) and returns that ``Axes``,
-so that a chapter can compose figures and a widget can redraw them.
+Every plotting function draws into an ``Axes`` it is given (or a new one) and returns that
+``Axes``, so that a chapter can compose figures and a widget can redraw them.
+
+The book's figures must be readable where they are shown: the smallest text of every figure is
+at least :data:`MIN_TEXT_PX` CSS pixels high (its font size) in the book's text column at a
+1366-pixel-wide window. :func:`use_book_figures` (called by every chapter's setup cell) sets
+the style (:data:`BOOK_STYLE`) and makes IPython show each figure as a PNG whose output
+metadata records its natural width and its smallest text (:func:`book_png`); the tests read
+those numbers from every stored figure. :func:`figure_text_sizes` measures a figure's texts,
+:func:`check_figure_text` refuses a figure whose smallest text is too small.
 """
 
 from __future__ import annotations
 
+import io
+import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
+import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import RendererAgg
+from matplotlib.figure import Figure
 
 __all__ = [
+    "BOOK_COLUMN_PX",
+    "BOOK_STYLE",
+    "MIN_TEXT_PX",
+    "FigureText",
+    "FigureTextTooSmall",
+    "FigureTextWarning",
+    "book_png",
+    "check_figure_text",
+    "displayed_text_px",
+    "figure_text_sizes",
+    "use_book_figures",
     "plot_attention",
     "plot_attention_heads",
     "plot_encoding_heatmap",
@@ -26,6 +52,169 @@ __all__ = [
 ENCODING_CMAP = "RdBu_r"  # diverging: -1 blue, 0 white, +1 red
 ATTENTION_CMAP = "Blues"  # sequential: weight 0 white, weight 1 dark blue
 BLOCKED_COLOR = "#d9d9d9"  # cells a mask does not allow
+
+# The width of the book's text column (an output image's room) in a 1366 x 768 window, measured
+# in Chromium on the built book (sphinx-book-theme): 741 CSS px. A wider figure is shrunk to it.
+BOOK_COLUMN_PX = 740
+MIN_TEXT_PX = 9.0  # the smallest font size, in CSS px as displayed, a figure may use
+BOOK_DPI = 100  # one point is 100 / 72 px: a 7.4-inch-wide figure fills the column exactly
+BOOK_STYLE: dict[str, object] = {
+    "figure.dpi": BOOK_DPI,
+    "savefig.dpi": "figure",
+    "figure.figsize": (7.0, 3.6),
+    "font.size": 10.0,  # 13.9 px
+    "axes.titlesize": 11.0,
+    "axes.labelsize": 10.0,
+    "xtick.labelsize": 9.0,  # 12.5 px, the style's smallest text
+    "ytick.labelsize": 9.0,
+    "legend.fontsize": 9.0,
+    "legend.title_fontsize": 9.0,
+    "figure.titlesize": 12.0,
+}
+METADATA_KEY = "smallest_text_px"  # in a PNG output's metadata: its smallest text, natural px
+
+
+@dataclass(frozen=True)
+class FigureText:
+    """A text a figure draws and its font size in pixels of the figure's PNG (natural size)."""
+
+    text: str
+    px: float
+
+
+class FigureTextTooSmall(ValueError):
+    """A figure's text would be shown smaller than :data:`MIN_TEXT_PX` in the book."""
+
+
+class FigureTextWarning(UserWarning):
+    """Shown instead of :class:`FigureTextTooSmall` when a figure is displayed anyway."""
+
+
+class _TextRecorder(RendererAgg):
+    """An Agg renderer that records the texts drawn through it instead of drawing them."""
+
+    def __init__(self, figure: Figure) -> None:
+        width, height = figure.get_size_inches() * figure.dpi
+        super().__init__(max(1, int(width)), max(1, int(height)), figure.dpi)
+        self.texts: list[tuple[str, float]] = []
+
+    def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):  # noqa: ARG002
+        self.texts.append((s, prop.get_size_in_points()))
+
+    def draw_tex(self, gc, x, y, s, prop, angle, *, mtext=None):  # noqa: ARG002
+        self.texts.append((s, prop.get_size_in_points()))
+
+
+def figure_text_sizes(figure: Figure) -> list[FigureText]:
+    """Every non-blank text ``figure`` draws (ticks, labels, legends, titles, annotations,
+    colour bars...), with its font size in pixels at the figure's dpi, smallest first.
+
+    The figure is drawn, so only what a reader would see counts: hidden texts, empty tick
+    labels and ticks outside the axes' limits are left out.
+    """
+    if not isinstance(figure, Figure):
+        raise TypeError(f"expected a matplotlib Figure, got {type(figure).__name__}")
+    recorder = _TextRecorder(figure)
+    figure.draw(recorder)
+    scale = figure.dpi / 72
+    texts = {FigureText(text, round(points * scale, 2)) for text, points in recorder.texts}
+    return sorted((t for t in texts if t.text.strip()), key=lambda t: (t.px, t.text))
+
+
+def displayed_text_px(
+    text_px: float, natural_width: float, shown_width: float = BOOK_COLUMN_PX
+) -> float:
+    """The size of a ``text_px`` text of an image ``natural_width`` pixels wide when the image
+    is given ``shown_width`` CSS pixels of room (it is shrunk to fit, never enlarged)."""
+    if natural_width <= 0 or shown_width <= 0:
+        raise ValueError(f"widths must be positive, got {natural_width} and {shown_width}")
+    return text_px * min(1.0, shown_width / natural_width)
+
+
+def _png(figure: Figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=figure.dpi, bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def _png_width(png: bytes) -> int:
+    return int.from_bytes(png[16:20], "big")  # the IHDR chunk follows the 8-byte signature
+
+
+def check_figure_text(
+    figure: Figure, *, natural_width: int | None = None, minimum: float = MIN_TEXT_PX
+) -> list[FigureText]:
+    """Raise :class:`FigureTextTooSmall`, naming the texts, if any text of ``figure`` would be
+    shown smaller than ``minimum`` CSS px in the book's column; else return its texts.
+
+    Args:
+        figure: the figure.
+        natural_width: the width of its PNG in pixels (drawn to find out if omitted).
+        minimum: the smallest size allowed, in CSS px as displayed.
+    """
+    texts = figure_text_sizes(figure)
+    if natural_width is None:
+        natural_width = _png_width(_png(figure))
+    small = [t for t in texts if displayed_text_px(t.px, natural_width) < minimum]
+    if small:
+        shown = min(natural_width, BOOK_COLUMN_PX)
+        names = ", ".join(
+            f"{t.text!r} ({displayed_text_px(t.px, natural_width):.1f} px)" for t in small[:8]
+        )
+        more = f" and {len(small) - 8} more" if len(small) > 8 else ""
+        raise FigureTextTooSmall(
+            f"this figure is {natural_width} px wide and is shown {shown} px wide in the "
+            f"book's column, so these texts are under {minimum:g} px high: {names}{more}. "
+            f"Use larger fonts (the book's style: plotting.BOOK_STYLE), a figure at most "
+            f"{BOOK_COLUMN_PX / BOOK_DPI:.1f} inches wide, or fewer panels per row."
+        )
+    return texts
+
+
+def book_png(figure: Figure) -> tuple[bytes, dict[str, object]]:
+    """The figure as a PNG (tight bounding box, at its dpi) and the output metadata the book's
+    tests read: ``width`` (natural, px) and ``smallest_text_px`` (its smallest font, px).
+
+    A figure whose text would be shown under :data:`MIN_TEXT_PX` px in the book is still
+    returned, with a :class:`FigureTextWarning` naming the small texts.
+    """
+    png = _png(figure)
+    width = _png_width(png)
+    texts = figure_text_sizes(figure)
+    smallest = texts[0].px if texts else None
+    try:
+        check_figure_text(figure, natural_width=width)
+    except FigureTextTooSmall as error:
+        warnings.warn(str(error), FigureTextWarning, stacklevel=2)
+    return png, {"width": width, METADATA_KEY: smallest}
+
+
+def _book_png_formatter(figure: Figure) -> tuple[bytes, dict[str, object]] | None:
+    if not figure.axes and not figure.texts:
+        return None  # an empty figure shows nothing, as with matplotlib's own formatter
+    return book_png(figure)
+
+
+def use_book_figures() -> None:
+    """Draw figures in the book's style and, in IPython or Jupyter, show every matplotlib
+    figure through :func:`book_png` (a PNG with its natural width and smallest text in the
+    output metadata). Outside IPython only the style is set.
+    """
+    mpl.rcParams.update(BOOK_STYLE)
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is a dependency of ipywidgets
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    # Load the backend now: the inline backend, once loaded, installs its own PNG formatter.
+    plt.switch_backend(mpl.get_backend())
+    formatters = shell.display_formatter.formatters
+    for mime, formatter in formatters.items():
+        if mime != "image/png":
+            formatter.pop(Figure, None)  # one image per figure: the PNG
+    formatters["image/png"].for_type(Figure, _book_png_formatter)
 
 
 def to_numpy(values: torch.Tensor | np.ndarray) -> np.ndarray:
