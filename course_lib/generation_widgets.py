@@ -300,7 +300,7 @@ class SamplingExplorer(widgets.VBox):
             scores = self.model.next_token_scores(torch.tensor([[self.vocab.bos_id]]))[0]
         probabilities = torch.softmax(scores / temperature, -1)
         top = probabilities.topk(min(10, probabilities.numel()))
-        fig, ax = plt.subplots(figsize=(8, 2.6))
+        fig, ax = plt.subplots(figsize=(7.2, 2.8))
         labels = [self.vocab.id_to_token(int(i)) for i in top.indices]
         ax.bar(range(len(labels)), top.values.numpy())
         ax.set_xticks(range(len(labels)), labels, rotation=30)

@@ -184,7 +184,7 @@ class NormOrderExplorer(widgets.VBox):
         reference = self.compute(other, num_layers, residual, other == "pre-norm")
         self.readout.value = self.describe(order, stats)
         layers = np.arange(1, num_layers + 1)
-        fig, (ax_rms, ax_grad) = plt.subplots(1, 2, figsize=(11, 3.4))
+        fig, (ax_rms, ax_grad) = plt.subplots(1, 2, figsize=(7.2, 3.4))
         for name, values, style in ((other, reference, {"color": "0.65", "linestyle": "--"}),
                                     (order, stats, {"color": "C0", "linewidth": 2})):  # fmt: skip
             ax_rms.plot(layers, values["rms"].numpy(), marker="o", ms=3, label=name, **style)
@@ -330,9 +330,10 @@ class TokenPathExplorer(widgets.VBox):
         self.readout.value = self.describe(tokens, token, names, states)
         path = torch.stack([state[token] for state in states])  # (stages, d_model)
         num_layers, num_heads = len(weights), weights[0].size(0)
-        fig = plt.figure(figsize=(11, max(3.2, 0.32 * len(names) + 1.2)))
-        grid = fig.add_gridspec(num_layers, 2, width_ratios=[1.2, 1])
-        ax_path = fig.add_subplot(grid[:, 0])
+        path_height = max(2.4, 0.32 * len(names) + 0.6)  # the vector above the attention
+        fig = plt.figure(figsize=(7.2, path_height + 1.8 * num_layers + 0.8))
+        grid = fig.add_gridspec(num_layers + 1, 1, height_ratios=[path_height] + [1.6] * num_layers)
+        ax_path = fig.add_subplot(grid[0, 0])
         limit = float(path.abs().max())
         image = ax_path.imshow(path.numpy(), aspect="auto", cmap="RdBu_r", vmin=-limit,
                                vmax=limit)  # fmt: skip
@@ -343,7 +344,7 @@ class TokenPathExplorer(widgets.VBox):
         width = 0.8 / num_heads
         positions = np.arange(len(tokens))
         for number, w in enumerate(weights):
-            ax = fig.add_subplot(grid[number, 1])
+            ax = fig.add_subplot(grid[number + 1, 0])
             for head in range(num_heads):
                 ax.bar(positions + (head - (num_heads - 1) / 2) * width, w[head, token].numpy(),
                        width, label=f"head {head + 1}")  # fmt: skip
@@ -458,7 +459,7 @@ class DecoderExplorer(widgets.VBox):
         probabilities, weights = self.compute(source, target)
         self.readout.value = self.describe(inputs, position, probabilities)
         num_layers = len(weights)
-        fig = plt.figure(figsize=(11, 1.9 * num_layers + 2.4))
+        fig = plt.figure(figsize=(7.2, 2.2 * num_layers + 2.6))
         grid = fig.add_gridspec(num_layers + 1, 2)
         for number, w in enumerate(weights):
             for column, (kind, keys) in enumerate(

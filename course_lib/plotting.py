@@ -39,7 +39,6 @@ __all__ = [
     "check_figure_text",
     "displayed_text_px",
     "figure_text_sizes",
-    "use_book_figures",
     "plot_attention",
     "plot_attention_heads",
     "plot_encoding_heatmap",
@@ -47,6 +46,7 @@ __all__ = [
     "plot_mask",
     "plot_word_map",
     "to_numpy",
+    "use_book_figures",
 ]
 
 ENCODING_CMAP = "RdBu_r"  # diverging: -1 blue, 0 white, +1 red
@@ -98,10 +98,10 @@ class _TextRecorder(RendererAgg):
         super().__init__(max(1, int(width)), max(1, int(height)), figure.dpi)
         self.texts: list[tuple[str, float]] = []
 
-    def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):  # noqa: ARG002
+    def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
         self.texts.append((s, prop.get_size_in_points()))
 
-    def draw_tex(self, gc, x, y, s, prop, angle, *, mtext=None):  # noqa: ARG002
+    def draw_tex(self, gc, x, y, s, prop, angle, *, mtext=None):
         self.texts.append((s, prop.get_size_in_points()))
 
 
@@ -352,7 +352,7 @@ def plot_attention(
                 else:
                     color = "white" if table[i, j] > 0.6 else "black"
                     ax.text(j, i, f"{table[i, j]:.2f}", ha="center", va="center",
-                            fontsize="x-small", color=color)  # fmt: skip
+                            fontsize="small", color=color)  # fmt: skip
     ax.set_xticks(range(len_k), keys, rotation=45, ha="right")
     ax.set_yticks(range(len_q), queries)
     ax.set_xlabel("key")
@@ -474,7 +474,7 @@ def plot_word_map(
     if others:
         ax.scatter(points[others, 0], points[others, 1], s=22, color="#999999", label="other")
     for (x, y), word in zip(points, words, strict=True):
-        ax.annotate(word, (x, y), xytext=(3, 2), textcoords="offset points", fontsize=7)
+        ax.annotate(word, (x, y), xytext=(3, 2), textcoords="offset points", fontsize=8)
     ax.set_xlabel("first principal component")
     ax.set_ylabel("second principal component")
     if legend:

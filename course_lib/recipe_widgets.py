@@ -109,7 +109,7 @@ class RecipeExplorer(widgets.VBox):
         steps = range(1, _STEPS + 1, 20)
         rates = [transformer_schedule(s, d_model, warmup) for s in steps]
         target = smoothed_targets(torch.tensor(0), num_classes, epsilon)
-        fig, (left, right) = plt.subplots(1, 2, figsize=(9, 2.8))
+        fig, (left, right) = plt.subplots(1, 2, figsize=(7.2, 3))
         left.plot(list(steps), rates)
         left.axvline(warmup, color="grey", lw=0.8, ls="--")
         left.set_xlabel("step")

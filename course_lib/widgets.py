@@ -130,9 +130,7 @@ class PositionalEncodingExplorer(widgets.VBox):
         dimension = min(dimension, d_model - 1)
         self.readout.value = self.describe(position, dimension, d_model, base)
         pe = sinusoidal_positional_encoding(self.max_len, d_model, base)
-        fig, (ax_map, ax_wave) = plt.subplots(
-            1, 2, figsize=(11, 3.6), gridspec_kw={"width_ratios": [1.15, 1]}
-        )
+        fig, (ax_map, ax_wave) = plt.subplots(2, 1, figsize=(7.2, 6.6))
         plot_encoding_heatmap(pe, ax_map, title=f"d_model = {d_model}, base = {base:.6g}")
         ax_map.axhline(position, color="black", linewidth=1)
         ax_map.axvline(dimension, color="black", linewidth=1, linestyle="--")
@@ -331,14 +329,14 @@ class AttentionExplorer(widgets.VBox):
         scores, weights = self.compute(sentence, num_heads, scale, causal, positions)
         self.readout.value = self.describe(tokens, query, scores, weights)
         mask = causal_mask(len(tokens)) if causal else None
-        if num_heads == 1:  # the matrix and the bars side by side
-            fig = plt.figure(figsize=(11, 3.6))
-            grid = fig.add_gridspec(1, 2, width_ratios=[1, 1.4])
-            cells, bars_cell, columns = [grid[0, 0]], grid[0, 1], 1
-        else:  # up to four heads a row, the bars below
-            columns = min(num_heads, 4)
+        if num_heads == 1:  # the matrix above the bars
+            fig = plt.figure(figsize=(6.6, 6.6))
+            grid = fig.add_gridspec(2, 1, height_ratios=[1.4, 1])
+            cells, bars_cell, columns = [grid[0, 0]], grid[1, 0], 1
+        else:  # up to two heads a row (the text stays readable in the book), the bars below
+            columns = min(num_heads, 2)
             rows = math.ceil(num_heads / columns)
-            fig = plt.figure(figsize=(11, 2.6 * rows + 2.6))
+            fig = plt.figure(figsize=(6.4, 3.2 * rows + 2.6))
             grid = fig.add_gridspec(rows + 1, columns)
             cells = [grid[head // columns, head % columns] for head in range(num_heads)]
             bars_cell = grid[rows, :]
@@ -467,7 +465,7 @@ class DiscretizationExplorer(widgets.VBox):
         shown = min(self.signal.numel(), int(self.seconds_shown * self.sample_rate))
         time = torch.arange(shown) / self.sample_rate
         fig, (ax_wave, ax_ids) = plt.subplots(
-            2, 1, figsize=(10, 4.2), sharex=True, gridspec_kw={"height_ratios": [2, 1]}
+            2, 1, figsize=(7.2, 4.2), sharex=True, gridspec_kw={"height_ratios": [2, 1]}
         )
         ax_wave.plot(time, self.signal[:shown], color="#999999", linewidth=1.5, label="signal")
         ax_wave.plot(time, rebuilt[:shown], color="C3", linewidth=1, label="from the tokens")
@@ -662,7 +660,7 @@ class WordMapExplorer(widgets.VBox):
 
     def _draw(self, run: str, epoch: int) -> None:
         self.readout.value = self.describe(run, epoch)
-        fig, ax = plt.subplots(figsize=(8.5, 5))
+        fig, ax = plt.subplots(figsize=(5.8, 4.8))
         plot_word_map(self.coords[run, epoch], self.words, self.word_classes, ax)
         fig.tight_layout()
         plt.show()
