@@ -7,6 +7,8 @@ The browser libraries come from the npm registry at build time (``package.json``
 extension refuses a build whose configuration still loads any of them from the network, or whose
 files are missing. It also:
 
+- serves ``static/figures.css``: a figure is shown at its natural width (its text stays at
+  least 9 px high), in its own sideways-scrolling box where the column is narrower;
 - serves ``static/widgets-setup.js``, which tells RequireJS where the widget manager's files are
   and gives MathJax 3 the one MathJax 2 call the widget manager makes (``MathJax.Hub.Queue``);
 - drops the second copy of inline scripts that Sphinx 7.4 writes twice when an extension adds
@@ -185,4 +187,5 @@ def setup(app: Sphinx) -> dict:
     app.connect("builder-inited", copy_vendored_files)
     # After sphinx.ext.mathjax and myst-nb have added their page scripts.
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
+    app.add_css_file("figures.css")  # figures are never shrunk; on a phone they scroll sideways
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -173,7 +173,8 @@ def check_figure_text(
 
 def book_png(figure: Figure) -> tuple[bytes, dict[str, object]]:
     """The figure as a PNG (tight bounding box, at its dpi) and the output metadata the book's
-    tests read: ``width`` (natural, px) and ``smallest_text_px`` (its smallest font, px).
+    tests read: ``natural_width_px`` (the PNG's width) and ``smallest_text_px`` (its smallest
+    font, px). (Not ``width``: the book would then wrap the image in a link to itself.)
 
     A figure whose text would be shown under :data:`MIN_TEXT_PX` px in the book is still
     returned, with a :class:`FigureTextWarning` naming the small texts.
@@ -186,7 +187,7 @@ def book_png(figure: Figure) -> tuple[bytes, dict[str, object]]:
         check_figure_text(figure, natural_width=width)
     except FigureTextTooSmall as error:
         warnings.warn(str(error), FigureTextWarning, stacklevel=2)
-    return png, {"width": width, METADATA_KEY: smallest}
+    return png, {"natural_width_px": width, METADATA_KEY: smallest}
 
 
 def _book_png_formatter(figure: Figure) -> tuple[bytes, dict[str, object]] | None:

@@ -346,8 +346,9 @@ class AttentionExplorer(widgets.VBox):
             plot_attention(weights[head], ax, queries=tokens, keys=tokens, mask=mask,
                            annotate=num_heads <= 2 and len(tokens) <= 8, highlight=query,
                            title=title)  # fmt: skip
-            if head % columns:
+            if head % columns:  # the same queries as the head on its left
                 ax.set_ylabel("")
+                ax.tick_params(labelleft=False)
         bars = fig.add_subplot(bars_cell)
         width = 0.8 / num_heads
         positions_x = np.arange(len(tokens))

@@ -85,7 +85,7 @@ def test_every_stored_figure_was_drawn_through_the_book_style(notebook_path):
             f"{figure.describe()}: a figure without the book's metadata; the setup cell's "
             "use_book_figures() must run before it is drawn"
         )
-        assert figure.metadata.get("width") == figure.natural_width, figure.describe()
+        assert figure.metadata.get("natural_width_px") == figure.natural_width, figure.describe()
 
 
 def test_every_stored_figure_text_is_at_least_9_px_in_the_book_column(notebook_path):

@@ -159,7 +159,7 @@ def test_only_figures_can_be_measured():
 def test_book_png_records_the_natural_width_and_the_smallest_text():
     png, metadata = book_png(book_figure())
     assert png.startswith(b"\x89PNG")
-    assert metadata["width"] == int.from_bytes(png[16:20], "big")
+    assert metadata["natural_width_px"] == int.from_bytes(png[16:20], "big")
     assert metadata["smallest_text_px"] == pytest.approx(BOOK_STYLE["xtick.labelsize"] * 100 / 72,
                                                          abs=0.01)  # fmt: skip
 
@@ -207,7 +207,7 @@ def test_in_ipython_every_figure_is_shown_as_a_png_with_its_text_sizes(shell):
     fig = book_figure()
     data, metadata = shell.display_formatter.format(fig)
     assert set(data) == {"image/png", "text/plain"}
-    assert metadata["image/png"]["width"] == book_png(fig)[1]["width"]
+    assert metadata["image/png"]["natural_width_px"] == book_png(fig)[1]["natural_width_px"]
     assert metadata["image/png"]["smallest_text_px"] >= MIN_TEXT_PX
 
 
