@@ -482,7 +482,7 @@ class DecoderExplorer(widgets.VBox):
         ax = fig.add_subplot(grid[num_layers, :])
         vocabulary = self.tgt_vocab.tokens
         ax.bar(np.arange(len(vocabulary)), probabilities[position].numpy(), color="C2")
-        ax.set_xticks(np.arange(len(vocabulary)), vocabulary)
+        ax.set_xticks(np.arange(len(vocabulary)), vocabulary, rotation=90)  # <pad>, <bos>...
         ax.set_ylim(0, 1.05)
         ax.set_title(f"distribution of the token after position {position}", fontsize="medium")
         fig.tight_layout()
