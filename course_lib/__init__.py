@@ -34,7 +34,8 @@ Modules, one concept each:
 - :mod:`course_lib.data` -- the data the course generates itself (a synthetic grammar, number
   names in English and Spanish);
 - :mod:`course_lib.diagrams` -- the architecture diagram and the map of the course;
-- :mod:`course_lib.plotting` -- the figures the chapters draw;
+- :mod:`course_lib.plotting` -- the figures the chapters draw, and the book's figure style
+  (text large enough to read in the book, measured on every figure shown);
 - :mod:`course_lib.widgets` -- interactive explorers (core ipywidgets only, 7.7 and 8);
 - :mod:`course_lib.generation_widgets` -- explorers of translation, decoding and sampling;
 - :mod:`course_lib.recipe_widgets` -- the explorer of the learning-rate schedule and label
