@@ -206,11 +206,14 @@ COLLECT_JS = f"""() => {{
 # - overlaps: pairs of text boxes of one widget that overlap. The text boxes are the lines of
 #   each text (from its Range), each control (input, button, select, slider handle, readout) and
 #   each typeset formula; a box is not compared with the box it sits in;
-# - texts: each text of a widget or a caption, its colour and its background, composited
-#   (alpha and opacity) through every ancestor down from the page's own background;
+# - texts: each text of a widget, an HTML output (the progress table) or a caption, its colour
+#   and its background, composited (alpha and opacity) through every ancestor down from the
+#   page's own background;
 # - radios: for each group of radio buttons, rows that overlap and labels whose text runs out;
 # - theme: the theme the page is drawn in.
-LAYOUT_JS = """() => {
+LAYOUT_JS = """async () => {
+  await document.fonts.ready;  // then two frames: the layout with the fonts in place
+  await new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)));
   const short = (element) => {
     const parts = [];
     for (let e = element; e && e !== document.body && parts.length < 4; e = e.parentElement) {
@@ -342,8 +345,9 @@ LAYOUT_JS = """() => {
   const css = (color) => "#" + color.slice(0, 3)
     .map((value) => Math.round(value).toString(16).padStart(2, "0")).join("");
   const texts = [];
+  const outputs = [...document.querySelectorAll(".cell_output .text_html")];
   const captions = [...document.querySelectorAll("figcaption, caption, .caption-text")];
-  for (const root of [...widgets, ...captions]) {
+  for (const root of [...widgets, ...outputs, ...captions]) {
     for (const node of textNodes(root)) {
       const owner = node.parentElement;
       if (!drawn(owner.getBoundingClientRect())) continue;
@@ -719,11 +723,9 @@ def test_no_two_text_boxes_of_a_widget_overlap(book, name, look):
 
 @pytest.mark.parametrize("look", LOOKS, ids=str)
 @pytest.mark.parametrize("name", PAGES)
-def test_widget_text_and_captions_contrast_at_least_4_5_to_1_with_their_background(
-    book, name, look
-):
+def test_text_of_widgets_html_outputs_and_captions_contrasts_at_least_4_5_to_1(book, name, look):
     low = [text for text in looked_at(book, name, look)["texts"] if text["ratio"] < MIN_CONTRAST]
     assert not low, (
-        f"{name} at {look}: {len(low)} texts of widgets or captions below {MIN_CONTRAST}:1 "
-        f"against their background:\n{listing(low[:20])}"
+        f"{name} at {look}: {len(low)} texts of widgets, HTML outputs or captions below "
+        f"{MIN_CONTRAST}:1 against their background:\n{listing(low[:20])}"
     )
