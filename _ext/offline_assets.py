@@ -11,6 +11,9 @@ files are missing. It also:
   least 9 px high), in its own sideways-scrolling box where the column is narrower;
 - serves ``static/widgets-setup.js``, which tells RequireJS where the widget manager's files are
   and gives MathJax 3 the one MathJax 2 call the widget manager makes (``MathJax.Hub.Queue``);
+- serves ``static/course.css``, the book's own stylesheet (loaded on every page after the
+  theme's): formulas, code and tables that scroll instead of being clipped, no sideways scroll
+  on a phone, the dark theme for widgets, readable captions (issue 18; see its comments);
 - drops the second copy of inline scripts that Sphinx 7.4 writes twice when an extension adds
   them after the builder started (sphinx-thebe's ``const THEBE_JS_URL`` then fails to load with
   "Identifier 'THEBE_JS_URL' has already been declared").
@@ -183,6 +186,7 @@ def drop_duplicate_scripts(app: Sphinx, pagename, templatename, context, doctree
 
 
 def setup(app: Sphinx) -> dict:
+    app.add_css_file("course.css")
     app.connect("builder-inited", check_configuration)
     app.connect("builder-inited", copy_vendored_files)
     # After sphinx.ext.mathjax and myst-nb have added their page scripts.

@@ -7,6 +7,14 @@ only if it works offline. Each page of the table of contents is loaded once; wha
 recorded and checked by the tests below, and a full-page screenshot is saved under
 ``_build/screenshots/`` for review.
 
+Pages are also looked at as readers see them (issue 18): at 1366 x 768 (a laptop) and 390 x 844
+(a phone), in the light theme and in the dark one (set as the theme button sets it), with
+scrollbars shown as Linux and Windows show them. Nothing may be clipped without a scrollbar, no
+page may scroll sideways on the phone, no two text boxes of a widget may overlap, and widget
+text and captions must contrast with their background at least 4.5:1 (WCAG AA). Each such look
+is one page load, shared by all the tests that use it; its screenshot is
+``_build/screenshots/<page>@<width>x<height>-<theme>.jpg``.
+
 Where Chromium is missing these tests are skipped with the reason, except in CI (``CI`` set),
 where they fail: ``.ci/run`` installs Debian's ``chromium`` package.
 """
@@ -51,6 +59,33 @@ CHROMIUM_ARGS = [
     "--metrics-recording-only",
 ]
 RENDER_TIMEOUT_MS = 30_000
+
+
+@dataclass(frozen=True)
+class Look:
+    """A window size and a colour theme of the book ("light" or "dark")."""
+
+    width: int
+    height: int
+    theme: str = "light"
+
+    def __str__(self) -> str:
+        return f"{self.width}x{self.height}-{self.theme}"
+
+
+LAPTOP = Look(1366, 768)
+PHONE = Look(390, 844)
+LOOKS = [LAPTOP, PHONE, Look(1366, 768, "dark"), Look(390, 844, "dark")]
+PHONE_LOOKS = [look for look in LOOKS if look.width == PHONE.width]
+MIN_CONTRAST = 4.5  # WCAG 2 AA, normal text
+
+# How pydata-sphinx-theme's theme button stores the reader's choice (it reads it back, before the
+# page is drawn, in an inline script of every page): set before any page script runs, so that
+# the page and its widgets are drawn in that theme from the start.
+THEME_INIT_JS = """(theme) => {
+  localStorage.setItem("mode", theme);
+  localStorage.setItem("theme", theme);
+}"""
 
 PAGES = toc_files()
 NOTEBOOK_PAGES = [name for name in PAGES if (ROOT / f"{name}.ipynb").is_file()]
@@ -161,6 +196,207 @@ COLLECT_JS = f"""() => {{
   }};
 }}"""
 
+# What a reader would see wrong in the layout, collected after the page is drawn:
+# - clipped: boxes whose content reaches past their right edge while they clip it (overflow
+#   hidden or clip), or scroll it with no scrollbar drawn. The content is the boxes of the
+#   element's descendants, not looking into nested boxes that clip or scroll on their own, nor
+#   into MathJax's copy of each formula for screen readers (clipped to nothing by design);
+# - pageWidth/viewportWidth and wide: the elements that make the page wider than the window
+#   (they reach past its right edge while their parent does not, and nothing clips them);
+# - overlaps: pairs of text boxes of one widget that overlap. The text boxes are the lines of
+#   each text (from its Range), each control (input, button, select, slider handle, readout) and
+#   each typeset formula; a box is not compared with the box it sits in;
+# - texts: each text of a widget, an HTML output (the progress table) or a caption, its colour
+#   and its background, composited (alpha and opacity) through every ancestor down from the
+#   page's own background;
+# - radios: for each group of radio buttons, rows that overlap and labels whose text runs out;
+# - theme: the theme the page is drawn in.
+LAYOUT_JS = """async () => {
+  await document.fonts.ready;  // then two frames: the layout with the fonts in place
+  await new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)));
+  const short = (element) => {
+    const parts = [];
+    for (let e = element; e && e !== document.body && parts.length < 4; e = e.parentElement) {
+      let part = e.tagName.toLowerCase();
+      if (e.id && !/^[0-9a-f-]{20,}$/.test(e.id)) part += "#" + e.id;
+      else if (e.classList.length) part += "." + [...e.classList].slice(0, 2).join(".");
+      parts.unshift(part);
+    }
+    return parts.join(" > ");
+  };
+  const text = (element) => element.textContent.trim().replace(/\\s+/g, " ").slice(0, 60);
+  const drawn = (rect) => rect.width > 0 && rect.height > 0;
+  const clips = (element) => getComputedStyle(element).overflowX !== "visible";
+  const hiddenMath = (element) => element.closest("mjx-assistive-mml") !== null;
+
+  const reach = (box) => {
+    let right = -Infinity;
+    const walk = (node) => {
+      for (const child of node.children) {
+        if (child.tagName === "MJX-ASSISTIVE-MML") continue;
+        const rect = child.getBoundingClientRect();
+        if (drawn(rect) && getComputedStyle(child).visibility !== "hidden") {
+          right = Math.max(right, rect.right);
+        }
+        if (!clips(child)) walk(child);
+      }
+    };
+    walk(box);
+    return right;
+  };
+  const clipped = [];
+  for (const element of document.querySelectorAll("body *")) {
+    if (element.clientWidth === 0 || element.scrollWidth <= element.clientWidth + 1) continue;
+    if (!clips(element) || hiddenMath(element)) continue;
+    const style = getComputedStyle(element);
+    const inner = element.getBoundingClientRect().left + element.clientLeft + element.clientWidth;
+    const by = reach(element) - inner;
+    if (by <= 1) continue;
+    const scrollbar = element.offsetHeight - element.clientHeight
+      - parseFloat(style.borderTopWidth) - parseFloat(style.borderBottomWidth);
+    if (["auto", "scroll"].includes(style.overflowX) && scrollbar > 0) continue;
+    clipped.push({element: short(element), overflow: style.overflowX, by: Math.round(by),
+                  text: text(element)});
+  }
+
+  const viewportWidth = document.documentElement.clientWidth;
+  const wide = [];
+  for (const element of document.querySelectorAll("body *")) {
+    const rect = element.getBoundingClientRect();
+    if (!drawn(rect) || rect.right <= viewportWidth + 1 || hiddenMath(element)) continue;
+    const parent = element.parentElement.getBoundingClientRect();
+    if (parent.right > viewportWidth + 1) continue;
+    let clippedAbove = false;
+    for (let e = element.parentElement; e && e !== document.body; e = e.parentElement) {
+      const style = getComputedStyle(e);
+      if (style.overflowX !== "visible" || style.position === "fixed") clippedAbove = true;
+    }
+    if (clippedAbove || getComputedStyle(element).position === "fixed") continue;
+    wide.push({element: short(element), right: Math.round(rect.right), text: text(element)});
+  }
+
+  const widgets = [...document.querySelectorAll(".widget-subarea")];
+  const textNodes = (root) => {
+    const found = [];
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      if (node.textContent.trim() === "" || hiddenMath(node.parentElement)) continue;
+      if (getComputedStyle(node.parentElement).visibility === "hidden") continue;
+      found.push(node);
+    }
+    return found;
+  };
+
+  const CONTROLS = "input:not([type=hidden]), button, select, textarea, .widget-readout, "
+    + ".noUi-handle, mjx-container";
+  const overlaps = [];
+  widgets.forEach((root, index) => {
+    const boxes = [];
+    for (const control of root.querySelectorAll(CONTROLS)) {
+      if (hiddenMath(control) || control.closest("mjx-container") !== control
+          && control.closest("mjx-container") !== null) continue;
+      const rect = control.getBoundingClientRect();
+      if (drawn(rect)) boxes.push({owner: control, rect: rect, what: short(control)});
+    }
+    for (const node of textNodes(root)) {
+      if (node.parentElement.closest("mjx-container")) continue;
+      const range = document.createRange();
+      range.selectNodeContents(node);
+      for (const rect of range.getClientRects()) {
+        if (drawn(rect)) {
+          const words = node.textContent.trim().slice(0, 40);
+          boxes.push({owner: node.parentElement, rect: rect,
+                      what: `${short(node.parentElement)} "${words}"`});
+        }
+      }
+    }
+    for (let i = 0; i < boxes.length; i++) {
+      for (let j = i + 1; j < boxes.length; j++) {
+        const [a, b] = [boxes[i], boxes[j]];
+        if (a.owner === b.owner || a.owner.contains(b.owner) || b.owner.contains(a.owner)) continue;
+        const across = Math.min(a.rect.right, b.rect.right) - Math.max(a.rect.left, b.rect.left);
+        const down = Math.min(a.rect.bottom, b.rect.bottom) - Math.max(a.rect.top, b.rect.top);
+        if (across > 1 && down > 1) {
+          overlaps.push({widget: index, a: a.what, b: b.what,
+                         by: [Math.round(across), Math.round(down)]});
+        }
+      }
+    }
+  });
+
+  const rgba = (css) => {
+    const numbers = (css.match(/[0-9.]+/g) || []).map(Number);
+    if (css.startsWith("color(srgb")) {
+      return [numbers[0] * 255, numbers[1] * 255, numbers[2] * 255, numbers[3] ?? 1];
+    }
+    return [numbers[0], numbers[1], numbers[2], numbers[3] ?? 1];
+  };
+  const over = (top, bottom) => {  // top composited over an opaque bottom
+    const alpha = top[3];
+    return [0, 1, 2].map((i) => top[i] * alpha + bottom[i] * (1 - alpha)).concat([1]);
+  };
+  const luminance = (color) => {
+    const [r, g, b] = color.slice(0, 3).map((value) => {
+      const c = value / 255;
+      return c <= 0.04045 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4);
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const css = (color) => "#" + color.slice(0, 3)
+    .map((value) => Math.round(value).toString(16).padStart(2, "0")).join("");
+  const texts = [];
+  const outputs = [...document.querySelectorAll(".cell_output .text_html")];
+  const captions = [...document.querySelectorAll("figcaption, caption, .caption-text")];
+  for (const root of [...widgets, ...outputs, ...captions]) {
+    for (const node of textNodes(root)) {
+      const owner = node.parentElement;
+      if (!drawn(owner.getBoundingClientRect())) continue;
+      const chain = [];
+      for (let e = owner; e; e = e.parentElement) chain.unshift(e);
+      let background = [255, 255, 255, 1];
+      let opacity = 1;
+      for (const e of chain) {
+        const style = getComputedStyle(e);
+        opacity *= parseFloat(style.opacity);
+        background = over(rgba(style.backgroundColor), background);
+      }
+      const color = rgba(getComputedStyle(owner).color);
+      const foreground = over([...color.slice(0, 3), color[3] * opacity], background);
+      const [light, dark] = [luminance(foreground), luminance(background)]
+        .sort((x, y) => y - x);
+      texts.push({element: short(owner), text: node.textContent.trim().slice(0, 40),
+                  color: css(foreground), background: css(background),
+                  ratio: Math.round((light + 0.05) / (dark + 0.05) * 100) / 100});
+    }
+  }
+
+  const radios = [...document.querySelectorAll(".widget-radio-box")].map((box) => {
+    const labels = [...box.querySelectorAll("label")];
+    const rects = labels.map((label) => label.getBoundingClientRect());
+    return {
+      labels: labels.map((label) => label.textContent.trim()),
+      overlapping: labels.slice(1)
+        .filter((label, i) => rects[i].bottom > rects[i + 1].top + 0.5)
+        .map((label) => label.textContent.trim()),
+      overflowing: labels
+        .filter((label) => label.scrollHeight > label.clientHeight + 1
+                        || label.scrollWidth > label.clientWidth + 1)
+        .map((label) => label.textContent.trim()),
+    };
+  });
+
+  return {
+    clipped: clipped,
+    pageWidth: document.documentElement.scrollWidth,
+    viewportWidth: viewportWidth,
+    wide: wide,
+    overlaps: overlaps,
+    texts: texts,
+    radios: radios,
+    theme: document.documentElement.dataset.theme,
+  };
+}"""
+
 
 class BrowserBook:
     """The book served on 127.0.0.1 and one headless Chromium; each page is visited once."""
@@ -172,14 +408,17 @@ class BrowserBook:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
         self.base = f"http://127.0.0.1:{self.server.server_address[1]}/"
-        for old in SCREENSHOTS.glob("*.png"):  # the folder shows this run only
+        for old in [*SCREENSHOTS.glob("*.png"), *SCREENSHOTS.glob("*.jpg")]:  # this run only
             old.unlink()
         self.playwright = sync_playwright().start()
         args = [*CHROMIUM_ARGS]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             args.append("--no-sandbox")  # Chromium refuses to start its sandbox as root
-        self.browser = self.playwright.chromium.launch(executable_path=str(CHROMIUM), args=args)
-        self.visits: dict[str, Visit] = {}
+        # Playwright hides scrollbars in headless Chromium; readers see them.
+        self.browser = self.playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=args, ignore_default_args=["--hide-scrollbars"]
+        )
+        self.visits: dict[tuple[str, Look], Visit] = {}
 
     def close(self) -> None:
         self.browser.close()
@@ -190,9 +429,11 @@ class BrowserBook:
     def url(self, name: str) -> str:
         return f"{self.base}{name}.html"
 
-    def new_page(self, visit: Visit, width: int = 1280, height: int = 900):
-        """A page in a fresh context that aborts (and records) every request off 127.0.0.1."""
+    def new_page(self, visit: Visit, width: int = 1280, height: int = 900, theme: str = "light"):
+        """A page in a fresh context that aborts (and records) every request off 127.0.0.1,
+        in the book's light or dark ``theme``."""
         context = self.browser.new_context(viewport={"width": width, "height": height})
+        context.add_init_script(f"({THEME_INIT_JS})({json.dumps(theme)})")
 
         def route(route):
             url = route.request.url
@@ -224,11 +465,14 @@ class BrowserBook:
         page.on("response", response)
         return context, page
 
-    def visit(self, name: str) -> Visit:
-        if name in self.visits:
-            return self.visits[name]
+    def visit(self, name: str, width: int = 1366, height: int = 768, theme: str = "light") -> Visit:
+        """Load a page once per window size and theme, wait until its widgets and maths are
+        drawn, and record what the browser saw (``facts``) and a full-page screenshot."""
+        look = Look(width, height, theme)
+        if (name, look) in self.visits:
+            return self.visits[name, look]
         visit = Visit(name=name, url=self.url(name))
-        context, page = self.new_page(visit)
+        context, page = self.new_page(visit, width, height, theme)
         try:
             page.goto(visit.url, wait_until="load")
             try:
@@ -238,12 +482,14 @@ class BrowserBook:
             visit.facts["mathjax_state"] = page.evaluate(MATHJAX_DONE_JS)
             page.wait_for_load_state("networkidle")
             visit.facts.update(page.evaluate(COLLECT_JS))
+            visit.facts.update(page.evaluate(LAYOUT_JS))
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-            visit.screenshot = SCREENSHOTS / f"{name.replace('/', '__')}.png"
-            page.screenshot(path=str(visit.screenshot), full_page=True)
+            # JPEG: a tall page's PNG takes seconds to encode, and there are four looks per page.
+            visit.screenshot = SCREENSHOTS / f"{name.replace('/', '__')}@{look}.jpg"
+            page.screenshot(path=str(visit.screenshot), full_page=True, type="jpeg", quality=80)
         finally:
             context.close()
-        self.visits[name] = visit
+        self.visits[name, look] = visit
         return visit
 
     def search(self, query: str) -> list[dict]:
@@ -419,37 +665,67 @@ def test_search_finds_the_positional_encoding_chapter_for_sinusoid(book):
     assert any("Positional encoding" in hit["text"] for hit in hits), hits
 
 
-RADIO_ROWS_JS = """() => [...document.querySelectorAll('.widget-radio-box')].map(box => {
-    const labels = [...box.querySelectorAll('label')];
-    const rects = labels.map(label => label.getBoundingClientRect());
-    return {
-        labels: labels.map(label => label.textContent.trim()),
-        overlapping: labels.slice(1)
-            .filter((label, i) => rects[i].bottom > rects[i + 1].top + 0.5)
-            .map(label => label.textContent.trim()),
-        overflowing: labels
-            .filter(label => label.scrollHeight > label.clientHeight + 1
-                          || label.scrollWidth > label.clientWidth + 1)
-            .map(label => label.textContent.trim()),
-    };
-})"""
 CHOICE_PAGES = sorted(
     {f"chapters/{e.chapter}" for e in list_exercises() if isinstance(e, ChoiceExercise)}
 )
 
 
-@pytest.mark.parametrize("width, height", [(1366, 768), (390, 844)])
+@pytest.mark.parametrize("width, height", [(1366, 768), (390, 844), (1920, 1080)])
 @pytest.mark.parametrize("name", CHOICE_PAGES)
 def test_every_radio_option_has_a_row_of_its_own_that_holds_its_text(book, name, width, height):
-    visit = Visit(name=f"{name}@{width}", url=book.url(name))
-    context, page = book.new_page(visit, width, height)
-    try:
-        page.goto(visit.url, wait_until="load")
-        page.wait_for_function(WIDGETS_RENDERED_JS, timeout=RENDER_TIMEOUT_MS)
-        boxes = page.evaluate(RADIO_ROWS_JS)
-    finally:
-        context.close()
+    boxes = book.visit(name, width, height).facts["radios"]
     assert boxes, f"{name}: no radio buttons rendered"
     for box in boxes:
         assert not box["overlapping"], f"{name} at {width} px: rows overlap {box}"
         assert not box["overflowing"], f"{name} at {width} px: text runs out of its row {box}"
+
+
+def looked_at(book: BrowserBook, name: str, look: Look) -> dict:
+    """The facts of a page seen in ``look``, after checking it is drawn in that theme."""
+    facts = book.visit(name, look.width, look.height, look.theme).facts
+    assert facts["theme"] == look.theme, f"{name} at {look}: drawn in the {facts['theme']} theme"
+    return facts
+
+
+def listing(items: list[dict]) -> str:
+    return "\n".join(f"  {item}" for item in items)
+
+
+@pytest.mark.parametrize("look", LOOKS, ids=str)
+@pytest.mark.parametrize("name", PAGES)
+def test_no_element_clips_its_content_without_a_scrollbar(book, name, look):
+    clipped = looked_at(book, name, look)["clipped"]
+    assert not clipped, (
+        f"{name} at {look}: {len(clipped)} boxes cut off their content (by px) with no "
+        f"scrollbar:\n{listing(clipped)}"
+    )
+
+
+@pytest.mark.parametrize("look", PHONE_LOOKS, ids=str)
+@pytest.mark.parametrize("name", PAGES)
+def test_no_page_scrolls_sideways_on_a_phone(book, name, look):
+    facts = looked_at(book, name, look)
+    assert facts["pageWidth"] <= facts["viewportWidth"], (
+        f"{name} at {look}: the page is {facts['pageWidth']} px wide in a "
+        f"{facts['viewportWidth']} px window, made wider by:\n{listing(facts['wide'])}"
+    )
+
+
+@pytest.mark.parametrize("look", LOOKS, ids=str)
+@pytest.mark.parametrize("name", PAGES)
+def test_no_two_text_boxes_of_a_widget_overlap(book, name, look):
+    overlaps = looked_at(book, name, look)["overlaps"]
+    assert not overlaps, (
+        f"{name} at {look}: {len(overlaps)} pairs of overlapping text boxes (by px across, "
+        f"down) in widgets:\n{listing(overlaps[:20])}"
+    )
+
+
+@pytest.mark.parametrize("look", LOOKS, ids=str)
+@pytest.mark.parametrize("name", PAGES)
+def test_text_of_widgets_html_outputs_and_captions_contrasts_at_least_4_5_to_1(book, name, look):
+    low = [text for text in looked_at(book, name, look)["texts"] if text["ratio"] < MIN_CONTRAST]
+    assert not low, (
+        f"{name} at {look}: {len(low)} texts of widgets, HTML outputs or captions below "
+        f"{MIN_CONTRAST}:1 against their background:\n{listing(low[:20])}"
+    )
