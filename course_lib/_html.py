@@ -1,15 +1,17 @@
-"""The HTML the widgets write: course text with its maths and code, and colours for both themes.
+"""The HTML the widgets write: course text with its maths and code, and colours for any theme.
 
 Course texts (questions, options, hints, feedback) write maths between ``$...$`` and code
 between backticks. :func:`text_html` escapes such a text and turns its code into ``<code>``;
 the maths is left for MathJax, which the ``HTMLMath`` widget calls (in the book, JupyterLab,
 Classic Notebook and Colab), so it must be shown in an ``HTMLMath`` widget, not ``HTML``.
 
-Colours are never written as fixed light-theme values: every colour is a CSS variable of the
-``course-lib`` class, set by :data:`THEME_STYLE` for the light theme and again for the dark
-themes (the book's ``html[data-theme=dark]``, JupyterLab's ``body[data-jp-theme-light=false]``,
-VS Code's ``body.vscode-dark``), with the light value as the fallback where the style element
-is dropped. Each colour reaches 4.5:1 on its theme's background.
+Colours are never fixed light-theme values. A status colour (pass, fail, ...) is its hue mixed
+with the text colour around it (``color-mix(..., currentColor)``): dark text on a light page
+makes it a dark shade, light text on a dark page a light one, so it stays readable in every
+theme (the book's light and dark modes, JupyterLab's, VS Code's, Colab's) with no theme to
+detect. :data:`TEXT_COLOURS` lists the text and background colours it is checked against: each
+mix reaches 4.5:1 on all of them. A browser without ``color-mix`` (before 2023) shows the text
+in the page's own colour.
 """
 
 from __future__ import annotations
@@ -17,51 +19,55 @@ from __future__ import annotations
 import html
 import re
 
-__all__ = [
-    "CODE_STYLE",
-    "DARK",
-    "LIGHT",
-    "THEME_STYLE",
-    "color",
-    "text_html",
-    "themed",
-]
+__all__ = ["CODE_STYLE", "HUES", "TEXT_COLOURS", "block", "color", "mixed", "text_html"]
 
-LIGHT = {"pass": "#1a7f37", "fail": "#cf222e", "muted": "#57606a", "warn": "#9a6700"}
-DARK = {"pass": "#4ac26b", "fail": "#ff7b72", "muted": "#9198a1", "warn": "#d29922"}
+HUES = {
+    "pass": ("#1f883d", 60),
+    "fail": ("#d1242f", 55),
+    "muted": ("#7d8590", 50),
+    "warn": ("#bf8700", 45),
+}
+"""Each status colour: its hue and how much of it (in %) goes into the mix with the text."""
 
-_DARK_SELECTORS = (
-    "html[data-theme='dark'] .course-lib",
-    "body[data-jp-theme-light='false'] .course-lib",
-    "body.vscode-dark .course-lib",
-)
-
-
-def _variables(palette: dict[str, str]) -> str:
-    return "".join(f"--course-{name}:{value};" for name, value in palette.items())
-
-
-THEME_STYLE = (
-    f"<style>.course-lib{{{_variables(LIGHT)}}}"
-    f"{', '.join(_DARK_SELECTORS)}{{{_variables(DARK)}}}</style>"
-)
-"""The style element that sets the colour variables for the light and the dark themes."""
+TEXT_COLOURS = {
+    "Classic Notebook": ("#000000", "#ffffff"),
+    "JupyterLab light": ("#212121", "#ffffff"),
+    "the book, light": ("#222832", "#ffffff"),
+    "JupyterLab dark": ("#ffffff", "#111111"),
+    "JupyterLab dark, secondary text": ("#e0e0e0", "#111111"),
+    "the book, dark": ("#ced6dd", "#14181e"),
+    "the book, dark, on its light panel behind outputs": ("#222832", "#ced6dd"),
+    "VS Code dark": ("#cccccc", "#1e1e1e"),
+    "a #121212 page": ("#ced6dd", "#121212"),
+}
+"""Text colour and background of the themes the status colours are checked in."""
 
 CODE_STYLE = "color: inherit; background: rgba(127, 127, 127, 0.18); padding: 0 2px;"
 """Inline code in the text colour of the page, on a tint that suits light and dark pages."""
 
 
 def color(name: str) -> str:
-    """The CSS value of the theme colour ``name`` (``pass``, ``fail``, ``muted``, ``warn``)."""
-    if name not in LIGHT:
-        raise ValueError(f"no theme colour {name!r}; choose one of {', '.join(LIGHT)}")
-    return f"var(--course-{name}, {LIGHT[name]})"
+    """The CSS value of the status colour ``name`` (``pass``, ``fail``, ``muted``, ``warn``)."""
+    if name not in HUES:
+        raise ValueError(f"no status colour {name!r}; choose one of {', '.join(HUES)}")
+    hue, percent = HUES[name]
+    return f"color-mix(in srgb, {hue} {percent}%, currentColor)"
 
 
-def themed(fragment: str) -> str:
-    """``fragment`` inside a ``course-lib`` block, after the style element its colours need;
-    the block scrolls sideways rather than spill out of a narrow page."""
-    return f"{THEME_STYLE}<div class='course-lib' style='overflow-x: auto'>{fragment}</div>"
+def mixed(name: str, text: str) -> str:
+    """The ``#rrggbb`` colour :func:`color` gives ``name`` where the text colour is ``text``."""
+    hue, percent = HUES[name]
+    share = percent / 100
+    channels = (
+        round(int(hue[i : i + 2], 16) * share + int(text[i : i + 2], 16) * (1 - share))
+        for i in (1, 3, 5)
+    )
+    return "#" + "".join(f"{c:02x}" for c in channels)
+
+
+def block(fragment: str) -> str:
+    """``fragment`` in a block that scrolls sideways rather than spill out of a narrow page."""
+    return f"<div class='course-lib' style='overflow-x: auto'>{fragment}</div>"
 
 
 _CODE = re.compile(r"`([^`]+)`")

@@ -21,7 +21,7 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
 
-from course_lib._html import color, themed
+from course_lib._html import block, color
 from course_lib._layout import control_row, fitting
 from course_lib.data import (
     MAX_NUMBER,
@@ -123,7 +123,7 @@ class TranslatorExplorer(widgets.VBox):
         """The number read from ``text`` and the readout's HTML."""
         n, name = read_number(text)
         if n is None:
-            return None, themed(f"<span style='color:{color('fail')}'>{name}</span>")
+            return None, block(f"<span style='color:{color('fail')}'>{name}</span>")
         got = self.translator.translate([n])[0]
         want = spanish_number_name(n)
         verdict = "✓ correct" if got == want else f"✗ the rule says <b>{want}</b>"

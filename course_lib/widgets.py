@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 from course_lib._checks import shape_of
-from course_lib._html import color, themed
+from course_lib._html import block, color
 from course_lib._layout import control_row, fitting
 from course_lib.attention import causal_mask, scaled_dot_product_attention, split_heads
 from course_lib.discretize import Codebook, frame_signal, overlap_add, reconstruction_snr
@@ -579,7 +579,7 @@ class WordNeighboursExplorer(widgets.VBox):
             f"<b>{html.escape(word)}</b> ({html.escape(own or 'no class')}), {html.escape(model)}:"
             f" {same} of {len(neighbours)} nearest neighbours are of the same class"
         )
-        return themed(
+        return block(
             f"<div>{header}</div><table><tr><th>#</th><th>word</th><th>class</th>"
             f"<th>cosine</th><th></th></tr>{''.join(rows)}</table>"
         )

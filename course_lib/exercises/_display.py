@@ -2,8 +2,8 @@
 
 Only widgets that exist in ipywidgets 7.7 (what Colab ships) and 8 are used: ``VBox``,
 ``HBox``, ``HTML``, ``HTMLMath``, ``Button``, ``RadioButtons``, ``Text``. Texts that may hold
-maths (``$...$``) are shown in ``HTMLMath``, and colours are theme variables
-(:mod:`course_lib._html`), readable in light and dark themes.
+maths (``$...$``) are shown in ``HTMLMath``, and status colours are mixed with the text colour
+(:mod:`course_lib._html`), so they are readable in light and dark themes.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 import ipywidgets as widgets
 
-from course_lib._html import CODE_STYLE, color, text_html, themed
+from course_lib._html import CODE_STYLE, block, color, text_html
 from course_lib.exercises._registry import Check, Exercise, Result
 
 __all__ = ["in_notebook", "options_html", "result_html", "result_panel", "show"]
@@ -121,7 +121,7 @@ def result_html(result: Result, exercise: Exercise) -> str:
             f"<pre style='margin:2px 0; max-height:12em; overflow:auto'>"
             f"{html.escape(result.output)}</pre>"
         )
-    return themed(f"<div style='{_BOX.format(color=tone)}'><b>{title}</b>{body}</div>")
+    return block(f"<div style='{_BOX.format(color=tone)}'><b>{title}</b>{body}</div>")
 
 
 def result_panel(result: Result, exercise: Exercise, next_hint: Callable[[], str]) -> widgets.VBox:
@@ -145,7 +145,7 @@ def hints_html(exercise: Exercise, shown: int) -> str:
     items = "".join(f"<li>{text_html(h)}</li>" for h in exercise.hints[:shown])
     more = len(exercise.hints) - shown
     tail = f"{more} more hint{'s' * (more != 1)} left." if more else "That was the last hint."
-    return themed(
+    return block(
         f"<div style='{_BOX.format(color=color('warn'))}'><b>Hints for {html.escape(exercise.id)}"
         f"</b><ol style='margin:2px 0'>{items}</ol><div>{tail}</div></div>"
     )

@@ -10,7 +10,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from course_lib._html import CODE_STYLE, text_html, themed
+from course_lib._html import CODE_STYLE, block, text_html
 from course_lib._layout import fitting
 from course_lib.exercises import _display, _store
 from course_lib.exercises._registry import (
@@ -226,7 +226,7 @@ class Progress:
             for r in self.rows
         )
         passed = sum(r["status"] == "passed" for r in self.rows)
-        return themed(
+        return block(
             "<table><tr><th>exercise</th><th>title</th><th>kind</th><th>points</th>"
             f"<th>status</th><th>tries</th><th>hints</th></tr>{cells}</table>"
             f"<p>{passed} of {len(self.rows)} exercises passed, {self.score} of "
