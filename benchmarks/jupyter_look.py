@@ -150,7 +150,10 @@ def free_port() -> int:
 def gallery(folder: Path) -> Path:
     """A notebook of the course's widgets: every exercise widget kind and two explorers."""
     notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(source) for source in GALLERY_CELLS]
+    # A chapter's text comes first, with maths, as in the book: JupyterLab 3 loads MathJax
+    # only when some output or text needs it, and ipywidgets 7 typesets only once it has.
+    opening = nbformat.v4.new_markdown_cell("The course's widgets, with $d_{model}$ maths.")
+    notebook.cells = [opening, *(nbformat.v4.new_code_cell(code) for code in GALLERY_CELLS)]
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                        "language": "python"}  # fmt: skip
     path = folder / "widget-gallery.ipynb"
@@ -234,9 +237,11 @@ def run_all(page, ui: str) -> None:
         page.keyboard.press("Escape")
         page.get_by_role("menuitem", name="Run", exact=True).click()
         page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-        page.wait_for_function(
-            "() => [...document.querySelectorAll('.jp-InputArea-prompt')]"
-            ".every((p) => /\\[\\d+\\]/.test(p.textContent))",
+        page.wait_for_function(  # no cell waits or runs, and the last one has run
+            "() => { const prompts = [...document.querySelectorAll("
+            "'.jp-CodeCell .jp-InputArea-prompt')].map((p) => p.textContent);"
+            " return prompts.length > 0 && !prompts.some((p) => p.includes('*'))"
+            " && /\\d/.test(prompts[prompts.length - 1]); }",
             timeout=300_000,
         )
     else:
