@@ -248,9 +248,11 @@ def run_all(page, ui: str) -> None:
         page.wait_for_function("() => window.Jupyter && Jupyter.notebook && "
                                "Jupyter.notebook.kernel && Jupyter.notebook.kernel.is_connected()",
                                timeout=120_000)  # fmt: skip
+        time.sleep(5)  # the widgets extension registers its comm target (else: no widgets)
         page.evaluate("() => Jupyter.notebook.execute_all_cells()")
         page.wait_for_function(
-            "() => Jupyter.notebook.get_cells().every((c) => c.input_prompt_number "
+            "() => Jupyter.notebook.get_cells().filter((c) => c.cell_type === 'code')"
+            ".every((c) => c.input_prompt_number "
             "&& c.input_prompt_number !== '*')",
             timeout=300_000,
         )
