@@ -128,7 +128,8 @@ def widgets_book(book_html: Path, tmp_path_factory) -> Iterator[tuple[BrowserBoo
     views = [o.data[WIDGET_VIEW] for o in outputs if WIDGET_VIEW in o.get("data", {})]
     state = notebook.metadata["widgets"][WIDGET_STATE]
     template = (book_html / f"{TEMPLATE}.html").read_text(encoding="utf-8")
-    (book_html / f"{PAGE}.html").write_text(with_widgets(template, state, views), "utf-8")
+    made = book_html / f"{PAGE}.html"  # removed afterwards: the book's own pages stay as built
+    made.write_text(with_widgets(template, state, views), "utf-8")
     with pytest.MonkeyPatch.context() as patch:  # keep test_browser's screenshots
         patch.setattr(test_browser, "SCREENSHOTS", folder / "screenshots")
         book = BrowserBook(book_html)
@@ -136,6 +137,7 @@ def widgets_book(book_html: Path, tmp_path_factory) -> Iterator[tuple[BrowserBoo
         yield book, len(views), maths_in(state)
     finally:
         book.close()
+        made.unlink()
 
 
 def look(book: BrowserBook, width: int, theme: str, script: str):
