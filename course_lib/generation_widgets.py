@@ -21,6 +21,8 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
 
+from course_lib._html import block, color
+from course_lib._layout import control_row, fitting
 from course_lib.data import (
     MAX_NUMBER,
     english_number_name,
@@ -43,7 +45,7 @@ __all__ = [
     "read_number",
 ]
 
-_WIDE = widgets.Layout(width="360px")
+_WIDE = fitting("360px")
 _LABEL = {"description_width": "110px"}
 
 
@@ -114,14 +116,14 @@ class TranslatorExplorer(widgets.VBox):
             self._draw, {"text": self.number, "layer": self.layer, "head": self.head}
         )
         super().__init__(
-            [self.number, widgets.HBox([self.layer, self.head]), self.readout, self.output]
+            [self.number, control_row([self.layer, self.head]), self.readout, self.output]
         )
 
     def describe(self, text: str) -> tuple[int | None, str]:
         """The number read from ``text`` and the readout's HTML."""
         n, name = read_number(text)
         if n is None:
-            return None, f"<span style='color:#b00'>{name}</span>"
+            return None, block(f"<span style='color:{color('fail')}'>{name}</span>")
         got = self.translator.translate([n])[0]
         want = spanish_number_name(n)
         verdict = "✓ correct" if got == want else f"✗ the rule says <b>{want}</b>"
@@ -176,7 +178,7 @@ class DecodingExplorer(widgets.VBox):
         self.beams = widgets.HTML()
         for control in (self.number, self.beam_width):
             control.observe(lambda _: self.refresh(), names="value")
-        super().__init__([widgets.HBox([self.number, self.beam_width]), self.greedy, self.beams])
+        super().__init__([control_row([self.number, self.beam_width]), self.greedy, self.beams])
         self.refresh()
 
     def _token(self, index: int) -> str:
@@ -271,7 +273,7 @@ class SamplingExplorer(widgets.VBox):
         self.output = widgets.interactive_output(
             self._draw, {"temperature": self.temperature, "seed": self.seed}
         )
-        super().__init__([widgets.HBox([self.temperature, self.seed]), self.readout, self.output])
+        super().__init__([control_row([self.temperature, self.seed]), self.readout, self.output])
 
     def sentences(self, temperature: float, seed: int) -> list[tuple[list[str], bool]]:
         """``count`` sampled sentences and whether each ended with ``<eos>``."""

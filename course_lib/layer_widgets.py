@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from course_lib._layout import control_row, fitting
 from course_lib.encoder import Encoder, EncoderLayer
 from course_lib.transformer import Transformer
 from course_lib.vocab import Vocabulary
@@ -34,7 +35,7 @@ __all__ = [
     "stack_statistics",
 ]
 
-_WIDE = widgets.Layout(width="340px")
+_WIDE = fitting("340px")
 _LABEL = {"description_width": "110px"}
 NORM_ORDERS = ("post-norm", "pre-norm")
 MAX_TOKENS = 12
@@ -150,7 +151,7 @@ class NormOrderExplorer(widgets.VBox):
         super().__init__(
             [
                 self.order,
-                widgets.HBox([self.layers, self.residual, self.final_norm]),
+                control_row([self.layers, self.residual, self.final_norm]),
                 self.readout,
                 self.output,
             ]
@@ -243,7 +244,7 @@ class TokenPathExplorer(widgets.VBox):
         self.embed, self.encoder, self.vocab, self.predict = embed, encoder, vocab, predict
         self.sentence = widgets.Text(value=sentence, description="sentence",
                                      continuous_update=False,
-                                     layout=widgets.Layout(width="520px"),
+                                     layout=fitting("520px"),
                                      style=_LABEL)  # fmt: skip
         self.token = widgets.Dropdown(options=self._options(tokens), value=token,
                                       description="token", layout=_WIDE,
@@ -390,7 +391,7 @@ class DecoderExplorer(widgets.VBox):
         if not 0 <= position <= len(target_tokens):
             raise ValueError(f"position must be in 0..{len(target_tokens)}, got {position}")
         self.model, self.src_vocab, self.tgt_vocab, self.top = model, src_vocab, tgt_vocab, top
-        text = {"continuous_update": False, "layout": widgets.Layout(width="520px"),
+        text = {"continuous_update": False, "layout": fitting("520px"),
                 "style": _LABEL}  # fmt: skip
         self.source = widgets.Text(value=source, description="source", **text)
         self.target = widgets.Text(value=target, description="target", **text)

@@ -16,11 +16,12 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
 
+from course_lib._layout import control_row, fitting
 from course_lib.training import smoothed_loss_minimum, smoothed_targets, transformer_schedule
 
 __all__ = ["RecipeExplorer"]
 
-_WIDE = widgets.Layout(width="340px")
+_WIDE = fitting("340px")
 _LABEL = {"description_width": "110px"}
 _STEPS = 20_000  # the steps drawn
 
@@ -43,7 +44,7 @@ class RecipeExplorer(widgets.VBox):
         self.d_model = widgets.Dropdown(
             options=[64, 128, 256, 512, 1024],
             value=d_model,
-            description="d_model",
+            description="$d_{model}$",
             layout=_WIDE,
             style=_LABEL,
         )
@@ -62,7 +63,7 @@ class RecipeExplorer(widgets.VBox):
             min=0.0,
             max=0.5,
             step=0.05,
-            description="ε_ls (smoothing)",
+            description="$\\varepsilon_{ls}$ (smoothing)",
             continuous_update=False,
             layout=_WIDE,
             style=_LABEL,
@@ -71,7 +72,7 @@ class RecipeExplorer(widgets.VBox):
             value=num_classes,
             min=2,
             max=64,
-            description="classes |V|",
+            description="classes $|V|$",
             continuous_update=False,
             layout=_WIDE,
             style=_LABEL,
@@ -85,8 +86,8 @@ class RecipeExplorer(widgets.VBox):
         }
         self.output = widgets.interactive_output(self._draw, controls)
         rows = [
-            widgets.HBox([self.d_model, self.warmup]),
-            widgets.HBox([self.epsilon, self.num_classes]),
+            control_row([self.d_model, self.warmup]),
+            control_row([self.epsilon, self.num_classes]),
         ]
         super().__init__([*rows, self.readout, self.output])
 

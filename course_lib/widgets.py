@@ -18,6 +18,8 @@ import torch
 from torch import Tensor
 
 from course_lib._checks import shape_of
+from course_lib._html import block, color
+from course_lib._layout import control_row, fitting
 from course_lib.attention import causal_mask, scaled_dot_product_attention, split_heads
 from course_lib.discretize import Codebook, frame_signal, overlap_add, reconstruction_snr
 from course_lib.plotting import (
@@ -45,7 +47,7 @@ __all__ = [
     "positional_encoding_explorer",
 ]
 
-_WIDE = widgets.Layout(width="340px")
+_WIDE = fitting("340px")
 _LABEL = {"description_width": "90px"}
 
 
@@ -82,11 +84,11 @@ class PositionalEncodingExplorer(widgets.VBox):
             continuous_update=False, layout=_WIDE, style=_LABEL,
         )  # fmt: skip
         self.dimension = widgets.IntSlider(
-            value=dimension, min=0, max=d_model - 1, description="dimension j",
+            value=dimension, min=0, max=d_model - 1, description="dimension $j$",
             continuous_update=False, layout=_WIDE, style=_LABEL,
         )  # fmt: skip
         self.d_model = widgets.IntSlider(
-            value=d_model, min=2, max=128, step=2, description="d_model",
+            value=d_model, min=2, max=128, step=2, description="$d_{model}$",
             continuous_update=False, layout=_WIDE, style=_LABEL,
         )  # fmt: skip
         self.base = widgets.FloatLogSlider(
@@ -102,8 +104,8 @@ class PositionalEncodingExplorer(widgets.VBox):
         )  # fmt: skip
         super().__init__(
             [
-                widgets.HBox([self.position, self.dimension]),
-                widgets.HBox([self.d_model, self.base]),
+                control_row([self.position, self.dimension]),
+                control_row([self.d_model, self.base]),
                 self.readout,
                 self.output,
             ]
@@ -206,13 +208,14 @@ class AttentionExplorer(widgets.VBox):
         self.w_q = torch.randn(d_model, d_model, generator=draw) * std
         self.w_k = torch.randn(d_model, d_model, generator=draw) * std
         self.sentence = widgets.Text(value=sentence, description="sentence",
-                                     continuous_update=False, layout=widgets.Layout(width="520px"),
+                                     continuous_update=False, layout=fitting("520px"),
                                      style=_LABEL)  # fmt: skip
         self.query = widgets.Dropdown(options=self._options(tokens), value=query,
                                       description="query", layout=_WIDE, style=_LABEL)  # fmt: skip
         self.heads = widgets.Dropdown(options=list(HEAD_CHOICES), value=num_heads,
                                       description="heads", layout=_WIDE, style=_LABEL)  # fmt: skip
-        self.scale = widgets.Checkbox(value=scale, description="divide by √d_k", indent=False)
+        self.scale = widgets.Checkbox(value=scale, description="divide by $\\sqrt{d_k}$",
+                                      indent=False)  # fmt: skip
         self.causal = widgets.Checkbox(value=causal, description="causal mask", indent=False)
         self.positions = widgets.Checkbox(value=positions, description="add positions",
                                           indent=False)  # fmt: skip
@@ -226,8 +229,8 @@ class AttentionExplorer(widgets.VBox):
         super().__init__(
             [
                 self.sentence,
-                widgets.HBox([self.query, self.heads]),
-                widgets.HBox([self.scale, self.causal, self.positions]),
+                control_row([self.query, self.heads]),
+                control_row([self.scale, self.causal, self.positions]),
                 self.readout,
                 self.output,
             ]
@@ -305,7 +308,8 @@ class AttentionExplorer(widgets.VBox):
             "<th>largest |score|</th><th>entropy</th></tr>"
         )
         return (
-            f"<b>query {query}: {html.escape(tokens[query])}</b> &nbsp; d_k = {d_k}; "
+            f"<b>query {query}: {html.escape(tokens[query])}</b> &nbsp; "
+            f"<i>d</i><sub>k</sub> = {d_k}; "
             f"{allowed} keys allowed, uniform weights would have entropy "
             f"log {allowed} = {math.log(allowed):.2f}"
             f"<table style='border-spacing: 10px 0'>{header}{''.join(rows)}</table>"
@@ -422,7 +426,7 @@ class DiscretizationExplorer(widgets.VBox):
         self.seconds_shown = seconds_shown
         self._cache: dict[tuple[int, int], tuple[Tensor, Tensor, float]] = {}
         self.vocab_size = widgets.SelectionSlider(
-            options=list(vocab_sizes), value=vocab_size, description="vocabulary k",
+            options=list(vocab_sizes), value=vocab_size, description="vocabulary $k$",
             continuous_update=False, layout=_WIDE, style=_LABEL,
         )  # fmt: skip
         self.frame_length = widgets.SelectionSlider(
@@ -434,7 +438,7 @@ class DiscretizationExplorer(widgets.VBox):
             self._draw, {"vocab_size": self.vocab_size, "frame_length": self.frame_length}
         )
         super().__init__(
-            [widgets.HBox([self.vocab_size, self.frame_length]), self.readout, self.output]
+            [control_row([self.vocab_size, self.frame_length]), self.readout, self.output]
         )
 
     def tokens(self, vocab_size: int, frame_length: int) -> tuple[Tensor, Tensor, float]:
@@ -544,14 +548,14 @@ class WordNeighboursExplorer(widgets.VBox):
             options=choices, value=word, description="word", layout=_WIDE, style=_LABEL
         )
         self.k = widgets.IntSlider(
-            value=k, min=1, max=min(others, 20), description="neighbours k",
+            value=k, min=1, max=min(others, 20), description="neighbours $k$",
             continuous_update=False, layout=_WIDE, style=_LABEL,
         )  # fmt: skip
         self.table = widgets.HTML()
         for control in (self.model, self.word, self.k):
             control.observe(self._update, names="value")
         self._update()
-        super().__init__([widgets.HBox([self.model, self.word]), self.k, self.table])
+        super().__init__([control_row([self.model, self.word]), self.k, self.table])
 
     def describe(self, model: str, word: str, k: int) -> str:
         """The ``k`` nearest neighbours of ``word`` in table ``model``, as an HTML table."""
@@ -560,7 +564,7 @@ class WordNeighboursExplorer(widgets.VBox):
         rows = []
         for rank, (other, similarity) in enumerate(neighbours, start=1):
             kind = self.class_of.get(other, "-")
-            colour = "#1a7f37" if own is not None and kind == own else "#cf222e"
+            colour = color("pass") if own is not None and kind == own else color("fail")
             bar = max(0.0, similarity) * 120
             rows.append(
                 f"<tr><td>{rank}</td><td><b>{html.escape(other)}</b></td>"
@@ -574,7 +578,7 @@ class WordNeighboursExplorer(widgets.VBox):
             f"<b>{html.escape(word)}</b> ({html.escape(own or 'no class')}), {html.escape(model)}:"
             f" {same} of {len(neighbours)} nearest neighbours are of the same class"
         )
-        return (
+        return block(
             f"<div>{header}</div><table><tr><th>#</th><th>word</th><th>class</th>"
             f"<th>cosine</th><th></th></tr>{''.join(rows)}</table>"
         )
@@ -648,7 +652,7 @@ class WordMapExplorer(widgets.VBox):
         )  # fmt: skip
         self.readout = widgets.HTML()
         self.output = widgets.interactive_output(self._draw, {"run": self.run, "epoch": self.epoch})
-        super().__init__([widgets.HBox([self.run, self.epoch]), self.readout, self.output])
+        super().__init__([control_row([self.run, self.epoch]), self.readout, self.output])
 
     def describe(self, run: str, epoch: int) -> str:
         """The epoch, the loss of that epoch and the class agreement, as HTML."""

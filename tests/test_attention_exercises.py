@@ -139,7 +139,7 @@ def test_an_attention_that_returns_a_list_or_tensors_needing_grad_passes():
     "answer, feedback",
     [
         ("0.245, 0.665, 0.090, 18.453", "without the scaling"),
-        ("0.307, 0.506, 0.186, 18.791", "divided by d_k = 2"),
+        ("0.307, 0.506, 0.186, 18.791", "divided by $d_k = 2$"),
         ("0.333, 0.667, 0, 16.667", "divided by their sum"),
     ],
 )
@@ -231,7 +231,7 @@ def test_a_merge_with_cat_passes():
 
 @pytest.mark.parametrize(
     "answer, feedback",
-    [("1048576", "weights only"), ("787968", "W^O is missing"), ("8404992", "full-size")],
+    [("1048576", "weights only"), ("787968", "$W^O$ is missing"), ("8404992", "full-size")],
 )
 def test_known_parameter_count_mistakes_get_their_explanation(answer, feedback):
     result = evaluate("mha-parameter-count", answer)

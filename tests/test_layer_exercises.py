@@ -140,7 +140,7 @@ def test_every_other_order_is_wrong_and_says_what_it_computes(choice, reason):
     "answer, feedback",
     [
         ("4.828, -2.828, 1, 1, 1.414, -1.414, 0, 0", "the two orders are swapped"),
-        ("1.225, -1.225, 0, 0, 4.449, -2.449, 1, 1", "divides by d = 4"),
+        ("1.225, -1.225, 0, 0, 4.449, -2.449, 1, 1", "divides by $d = 4$"),
         ("1.414, -1.414, 0, 0, 2.828, -2.828, 0, 0", "the residual is missing"),
     ],
 )
@@ -252,8 +252,8 @@ def test_the_encoder_layer_cases_include_masks_both_orders_and_fresh_random_inpu
 
 @pytest.mark.parametrize(
     "answer, feedback",
-    [("3150336", "layer normalizations are missing"), ("2889728", "W^O is missing"),
-     ("1577984", "d_ff = 2048")],
+    [("3150336", "layer normalizations are missing"), ("2889728", "$W^O$ is missing"),
+     ("1577984", "$d_{ff} = 2048$")],
 )  # fmt: skip
 def test_known_parameter_count_mistakes_get_their_explanation(answer, feedback):
     result = evaluate("encoder-layer-parameters", answer)

@@ -1,7 +1,9 @@
 """How results, hints and questions look: core ipywidgets in a notebook, plain text elsewhere.
 
 Only widgets that exist in ipywidgets 7.7 (what Colab ships) and 8 are used: ``VBox``,
-``HBox``, ``HTML``, ``Button``, ``RadioButtons``, ``Text``.
+``HBox``, ``HTML``, ``HTMLMath``, ``Button``, ``RadioButtons``, ``Text``. Texts that may hold
+maths (``$...$``) are shown in ``HTMLMath``, and status colours are mixed with the text colour
+(:mod:`course_lib._html`), so they are readable in light and dark themes.
 """
 
 from __future__ import annotations
@@ -11,16 +13,17 @@ from collections.abc import Callable, Sequence
 
 import ipywidgets as widgets
 
+from course_lib._html import CODE_STYLE, block, color, text_html
 from course_lib.exercises._registry import Check, Exercise, Result
 
 __all__ = ["in_notebook", "options_html", "result_html", "result_panel", "show"]
 
-COLORS = {"passed": "#1a7f37", "failed": "#cf222e", "not attempted": "#57606a"}
+COLORS = {"passed": color("pass"), "failed": color("fail"), "not attempted": color("muted")}
 CHECK_MARKS = {
-    "pass": ("&#10004;", "#1a7f37"),
-    "fail": ("&#10008;", "#cf222e"),
-    "error": ("&#9888;", "#cf222e"),
-    "timeout": ("&#8987;", "#9a6700"),
+    "pass": ("&#10004;", color("pass")),
+    "fail": ("&#10008;", color("fail")),
+    "error": ("&#9888;", color("fail")),
+    "timeout": ("&#8987;", color("warn")),
 }
 _BOX = "border-left: 4px solid {color}; padding: 2px 10px; margin: 4px 0;"
 
@@ -66,11 +69,11 @@ def already_shown(obj: object) -> bool:
 
 
 def _check_row(check: Check) -> str:
-    mark, color = CHECK_MARKS[check.status]
+    mark, tone = CHECK_MARKS[check.status]
     return (
-        f"<tr><td style='color:{color}; padding-right:6px; vertical-align:top'>{mark}</td>"
+        f"<tr><td style='color:{tone}; padding-right:6px; vertical-align:top'>{mark}</td>"
         f"<td style='vertical-align:top; padding-right:10px'><b>{html.escape(check.name)}</b></td>"
-        f"<td style='vertical-align:top'>{html.escape(check.message)}</td></tr>"
+        f"<td style='vertical-align:top'>{text_html(check.message)}</td></tr>"
     )
 
 
@@ -79,22 +82,26 @@ def options_html(options: Sequence[tuple[str, str]]) -> str:
 
     The text lives in HTML, where it wraps at any width, and the radio buttons below it carry
     only the keys: RadioButtons gives each option a fixed-height row, so a long option would
-    overflow onto the next one.
+    overflow onto the next one. Show it in an ``HTMLMath`` widget: the texts may hold maths.
     """
     rows = "".join(
-        f'<li style="margin: 2px 0;"><b>({html.escape(key)})</b> {html.escape(text)}</li>'
+        f'<li style="margin: 2px 0;"><b>({html.escape(key)})</b> {text_html(text)}</li>'
         for key, text in options
     )
     return f'<ul style="list-style: none; padding-left: 0; margin: 4px 0;">{rows}</ul>'
 
 
 def result_html(result: Result, exercise: Exercise) -> str:
-    """The result as an HTML fragment: a coloured header, one row per check, printed output."""
-    color = COLORS[result.status]
-    title = html.escape(f"{exercise.id}: {exercise.title}")
+    """The result as an HTML fragment: a coloured header, one row per check, printed output.
+
+    Show it in an ``HTMLMath`` widget: the checks' messages may hold maths.
+    """
+    tone = COLORS[result.status]
+    title = f"{html.escape(exercise.id)}: {text_html(exercise.title)}"
     if result.status == "not attempted":
         advice = (
-            "replace <code>raise NotImplementedError</code> with your code, then run the cell again"
+            f"replace <code style='{CODE_STYLE}'>raise NotImplementedError</code> with your code, "
+            "then run the cell again"
             if exercise.kind == "code"
             else "give an answer, then check it"
         )
@@ -102,7 +109,7 @@ def result_html(result: Result, exercise: Exercise) -> str:
     else:
         points = f"{result.score}/{result.points} points"
         body = (
-            f"<div style='color:{color}'><b>{result.status.upper()}</b>: "
+            f"<div style='color:{tone}'><b>{result.status.upper()}</b>: "
             f"{result.checks_passed} of {len(result.checks)} checks passed, {points}</div>"
             "<table style='border-collapse:collapse; margin-top:4px'>"
             + "".join(_check_row(check) for check in result.checks)
@@ -114,16 +121,16 @@ def result_html(result: Result, exercise: Exercise) -> str:
             f"<pre style='margin:2px 0; max-height:12em; overflow:auto'>"
             f"{html.escape(result.output)}</pre>"
         )
-    return f"<div style='{_BOX.format(color=color)}'><b>{title}</b>{body}</div>"
+    return block(f"<div style='{_BOX.format(color=tone)}'><b>{title}</b>{body}</div>")
 
 
 def result_panel(result: Result, exercise: Exercise, next_hint: Callable[[], str]) -> widgets.VBox:
     """The result with a "Show a hint" button under it."""
-    report = widgets.HTML(value=result_html(result, exercise))
+    report = widgets.HTMLMath(value=result_html(result, exercise))
     panel = widgets.VBox([report])
     if exercise.hints:
         button = widgets.Button(description="Show a hint")  # no icon: names differ in 7 and 8
-        hints = widgets.HTML()
+        hints = widgets.HTMLMath()
 
         def reveal(_: object) -> None:
             hints.value = next_hint()
@@ -134,11 +141,12 @@ def result_panel(result: Result, exercise: Exercise, next_hint: Callable[[], str
 
 
 def hints_html(exercise: Exercise, shown: int) -> str:
-    items = "".join(f"<li>{html.escape(h)}</li>" for h in exercise.hints[:shown])
+    """The hints revealed so far as HTML; show it in an ``HTMLMath`` widget."""
+    items = "".join(f"<li>{text_html(h)}</li>" for h in exercise.hints[:shown])
     more = len(exercise.hints) - shown
     tail = f"{more} more hint{'s' * (more != 1)} left." if more else "That was the last hint."
-    return (
-        f"<div style='{_BOX.format(color='#9a6700')}'><b>Hints for {html.escape(exercise.id)}"
+    return block(
+        f"<div style='{_BOX.format(color=color('warn'))}'><b>Hints for {html.escape(exercise.id)}"
         f"</b><ol style='margin:2px 0'>{items}</ol><div>{tail}</div></div>"
     )
 

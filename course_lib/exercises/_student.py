@@ -10,6 +10,8 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from course_lib._html import CODE_STYLE, block, text_html
+from course_lib._layout import fitting
 from course_lib.exercises import _display, _store
 from course_lib.exercises._registry import (
     ChoiceExercise,
@@ -151,7 +153,7 @@ class Hints:
 
     def _ipython_display_(self) -> None:
         if not _display.already_shown(self):
-            _display.show(self, lambda: widgets.HTML(self._repr_html_()), str(self))
+            _display.show(self, lambda: widgets.HTMLMath(self._repr_html_()), str(self))
 
 
 def hint(exercise_id: str) -> Hints:
@@ -163,7 +165,7 @@ def hint(exercise_id: str) -> Hints:
     if not exercise.hints:
         raise ValueError(f"{exercise.id} has no hints")
     hints = Hints(exercise, _reveal(exercise))
-    _display.show(hints, lambda: widgets.HTML(hints._repr_html_()), str(hints))
+    _display.show(hints, lambda: widgets.HTMLMath(hints._repr_html_()), str(hints))
     return hints
 
 
@@ -216,14 +218,15 @@ class Progress:
 
     def _repr_html_(self) -> str:
         cells = "".join(
-            f"<tr><td><code>{html.escape(r['id'])}</code></td><td>{html.escape(r['title'])}</td>"
+            f"<tr><td><code style='{CODE_STYLE}'>{html.escape(r['id'])}</code></td>"
+            f"<td>{text_html(r['title'])}</td>"
             f"<td>{r['kind']}</td><td>{r['score']}/{r['points']}</td>"
             f"<td style='color:{_display.COLORS[r['status']]}'>{r['status']}</td>"
             f"<td>{r['attempts']}</td><td>{r['hints']}</td></tr>"
             for r in self.rows
         )
         passed = sum(r["status"] == "passed" for r in self.rows)
-        return (
+        return block(
             "<table><tr><th>exercise</th><th>title</th><th>kind</th><th>points</th>"
             f"<th>status</th><th>tries</th><th>hints</th></tr>{cells}</table>"
             f"<p>{passed} of {len(self.rows)} exercises passed, {self.score} of "
@@ -266,11 +269,14 @@ class Question(widgets.VBox):
     Clicking Check runs :func:`check` on the answer and records it, like calling ``check``.
     A choice question lists its options as wrapped text, and its radio buttons carry only
     the keys ``(a)``, ``(b)``, ...: no option's text can run over the next one, at any width.
+    The question, the options and the feedback are ``HTMLMath``: their ``$...$`` is typeset.
+    The answer box fills the width up to 420 px, so it fits a phone.
 
     Attributes:
-        answer: the RadioButtons (choice) or Text (value) widget.
+        answer: the RadioButtons (choice) or Text (value, its placeholder saying how many
+            numbers it takes) widget.
         button: the Check button.
-        feedback: an HTML widget with the last result.
+        feedback: an HTMLMath widget with the last result.
         result: the last :class:`Result`, or None.
     """
 
@@ -280,7 +286,7 @@ class Question(widgets.VBox):
         extra: list[widgets.Widget] = []
         if isinstance(exercise, ChoiceExercise):
             options = [(o.key, o.text) for o in exercise.options]
-            extra.append(widgets.HTML(_display.options_html(options)))
+            extra.append(widgets.HTMLMath(_display.options_html(options)))
             self.answer = widgets.RadioButtons(
                 options=[(f"({key})", key) for key, _ in options],
                 value=None,
@@ -292,7 +298,7 @@ class Question(widgets.VBox):
         elif isinstance(exercise, ValueExercise):
             self.answer = widgets.Text(
                 placeholder=exercise.answer_format,
-                layout=widgets.Layout(width="420px"),
+                layout=fitting("420px"),
             )
             prompt = exercise.question
         else:
@@ -301,9 +307,10 @@ class Question(widgets.VBox):
                 f"call check({exercise.id!r}, your_function)"
             )
         self.button = widgets.Button(description="Check", button_style="primary")
-        self.feedback = widgets.HTML()
+        self.feedback = widgets.HTMLMath()
         self.button.on_click(lambda _: self.submit_answer())
-        question = widgets.HTML(f"<b>{html.escape(exercise.title)}.</b> {html.escape(prompt)}")
+        title = exercise.title if exercise.title.endswith(("?", "!", ".")) else f"{exercise.title}."
+        question = widgets.HTMLMath(f"<b>{text_html(title)}</b> {text_html(prompt)}")
         super().__init__([question, *extra, self.answer, self.button, self.feedback])
 
     def submit_answer(self) -> Result:

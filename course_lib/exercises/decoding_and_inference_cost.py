@@ -183,13 +183,14 @@ CACHE_STEP = register(
         ),
         blocked_ops=ATTENTION,
         hints=(
-            "Project the new token once: q = x @ w_q, k = x @ w_k, v = x @ w_v, each "
-            "(batch, 1, d_k).",
-            "The new token's key and value go after the cached ones: torch.cat([cached_keys, "
-            "k], dim=1) is (batch, t + 1, d_k). Update the cache before attending, so that the "
+            "Project the new token once: `q = x @ w_q`, `k = x @ w_k`, `v = x @ w_v`, each "
+            "`(batch, 1, d_k)`.",
+            "The new token's key and value go after the cached ones: `torch.cat([cached_keys, "
+            "k], dim=1)` is `(batch, t + 1, d_k)`. Update the cache before attending, so that the "
             "token also attends to itself.",
-            "Then ordinary attention of the one query over all t + 1 keys: softmax(q keys^T / "
-            "sqrt(d_k)) values. No mask is needed: every cached position is in the past.",
+            "Then ordinary attention of the one query over all $t + 1$ keys: "
+            "$\\mathrm{softmax}(q K^T / \\sqrt{d_k}) \\, V$ over the cached keys $K$ and values "
+            "$V$. No mask is needed: every cached position is in the past.",
         ),
     )
 )

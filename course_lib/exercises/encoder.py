@@ -143,9 +143,10 @@ ENCODER_LAYER = register(
             "Two sublayer connections, one after the other: the first wraps self_attention "
             "with gain[0] and bias[0], the second wraps feed_forward with gain[1] and bias[1]. "
             "The second one starts from the output of the first.",
-            "Post-norm (norm_first False): h = LayerNorm(h + Sublayer(h)). Pre-norm: "
-            "h = h + Sublayer(LayerNorm(h)). torch.nn.functional.layer_norm(h, (d_model,), "
-            "gain[0], bias[0]) normalises every token's features.",
+            "Post-norm (`norm_first=False`): $h = \\mathrm{LayerNorm}(h + \\mathrm{Sublayer}(h))$. "
+            "Pre-norm: $h = h + \\mathrm{Sublayer}(\\mathrm{LayerNorm}(h))$. "
+            "`torch.nn.functional.layer_norm(h, (d_model,), "
+            "gain[0], bias[0])` normalises every token's features.",
             "Pass the mask to self_attention; the feed-forward network needs none, since it "
             "treats every position on its own.",
         ),
@@ -172,7 +173,7 @@ ENCODER_PARAMETERS = register(
         points=2,
         question=(
             "How many trainable numbers does one encoder layer of the paper's base model hold: "
-            "EncoderLayer(d_model=512, num_heads=8, d_ff=2048)? Count every weight and bias of "
+            "`EncoderLayer(d_model=512, num_heads=8, d_ff=2048)`? Count every weight and bias of "
             "the attention, the feed-forward network and both layer normalizations. Write the "
             "number without separators."
         ),
@@ -183,22 +184,24 @@ ENCODER_PARAMETERS = register(
             Mistake(
                 lambda: _count(norms=False),
                 "the two layer normalizations are missing: "
-                "each has a gain and a bias of d_model numbers",
+                "each has a gain and a bias of $d_{model}$ numbers",
             ),
             Mistake(
                 lambda: _count(attention_copies=3),
-                "W^O is missing from the attention: four d_model x d_model matrices with biases",
+                "$W^O$ is missing from the attention: four $d_{model} \\times d_{model}$ matrices "
+                "with biases",
             ),
             Mistake(
                 lambda: _count(d_ff=512),
-                "the hidden layer of the feed-forward network has d_ff = 2048 units, not d_model",
+                "the hidden layer of the feed-forward network has $d_{ff} = 2048$ units, not "
+                "$d_{model}$",
             ),
         ),
         hints=(
-            "Attention: W^Q, W^K, W^V and W^O, each 512 x 512 with a bias of 512. The heads "
-            "share these matrices, so the head count does not change the total.",
-            "Feed-forward: W_1 is 512 x 2048 with a bias of 2048, W_2 is 2048 x 512 with a "
-            "bias of 512. Each LayerNorm has 512 gains and 512 biases.",
+            "Attention: $W^Q$, $W^K$, $W^V$ and $W^O$, each $512 \\times 512$ with a bias of 512. "
+            "The heads share these matrices, so the head count does not change the total.",
+            "Feed-forward: $W_1$ is $512 \\times 2048$ with a bias of 2048, $W_2$ is $2048 \\times "
+            "512$ with a bias of 512. Each LayerNorm has 512 gains and 512 biases.",
         ),
     )
 )

@@ -76,12 +76,13 @@ LAYER_NORM = register(
         blocked_ops=NORMALIZATION,
         hints=(
             "Every token is normalised on its own: the mean and the variance are taken over the "
-            "last axis, the d_model features of that token (keepdim=True keeps the shapes "
+            "last axis, the $d_{model}$ features of that token (`keepdim=True` keeps the shapes "
             "broadcastable).",
-            "The variance divides by d_model, not d_model - 1: x.var(dim=-1, unbiased=False), "
-            "or the mean of the squared deviations.",
+            "The variance divides by $d_{model}$, not $d_{model} - 1$: `x.var(dim=-1, "
+            "unbiased=False)`, or the mean of the squared deviations.",
             "eps goes inside the square root, added to the variance: (x - mean) / "
-            "sqrt(var + eps). Then multiply by gain and add bias, feature by feature.",
+            "$\\sqrt{\\mathrm{var} + \\epsilon}$. Then multiply by gain and add bias, feature by "
+            "feature.",
         ),
     )
 )
@@ -101,28 +102,28 @@ ADD_NORM_ORDER = register(
         options=(
             Option(
                 "a",
-                "x = norm(x + dropout(sublayer(x)))",
+                "`x = norm(x + dropout(sublayer(x)))`",
                 "Right: the sublayer's output, after dropout, is added to its input, and the sum "
-                "is normalised: LayerNorm(x + Sublayer(x)), post-norm. It is "
-                "nn.TransformerEncoderLayer's default (norm_first=False) and course_lib's.",
+                "is normalised: $\\mathrm{LayerNorm}(x + \\mathrm{Sublayer}(x))$, post-norm. It is "
+                "`nn.TransformerEncoderLayer`'s default (`norm_first=False`) and course_lib's.",
             ),
             Option(
                 "b",
-                "x = x + dropout(sublayer(norm(x)))",
-                "No: that is pre-norm (norm_first=True), the order of GPT-2 and of the "
+                "`x = x + dropout(sublayer(norm(x)))`",
+                "No: that is pre-norm (`norm_first=True`), the order of GPT-2 and of the "
                 "Annotated Transformer's code. It normalises the sublayer's input and leaves the "
                 "sum unnormalised, so a stack of such layers needs a final LayerNorm.",
             ),
             Option(
                 "c",
-                "x = norm(x) + dropout(sublayer(norm(x)))",
+                "`x = norm(x) + dropout(sublayer(norm(x)))`",
                 "No: here the residual path itself goes through the norm, so the input is not "
                 "passed on unchanged (and not normalised either, as the sum is not). Neither "
                 "post-norm nor pre-norm does that.",
             ),
             Option(
                 "d",
-                "x = x + norm(dropout(sublayer(x)))",
+                "`x = x + norm(dropout(sublayer(x)))`",
                 "No: this normalises only the update. The sum x + ... is never normalised, so "
                 "nothing keeps the residual stream's size in check, as the paper's Add & Norm "
                 "does.",
@@ -176,10 +177,12 @@ ADD_NORM_BY_HAND = register(
         title="Post-norm and pre-norm by hand",
         points=2,
         question=(
-            "A token's vector is x = [2, 0, 1, 1], and a (toy) sublayer doubles its input: "
-            "Sublayer(h) = 2h. With a LayerNorm of gain 1, bias 0 and eps = 0, compute the "
-            "post-norm output LayerNorm(x + Sublayer(x)) and then the pre-norm output "
-            "x + Sublayer(LayerNorm(x)): eight numbers, post-norm's four first."
+            "A token's vector is $x = [2, 0, 1, 1]$, and a (toy) sublayer doubles its input: "
+            "$\\mathrm{Sublayer}(h) = 2h$. With a LayerNorm of gain 1, bias 0 and "
+            "$\\epsilon = 0$, compute the post-norm output "
+            "$\\mathrm{LayerNorm}(x + \\mathrm{Sublayer}(x))$ and then the pre-norm output "
+            "$x + \\mathrm{Sublayer}(\\mathrm{LayerNorm}(x))$: eight numbers, post-norm's four "
+            "first."
         ),
         expected=_post_pre,
         atol=5e-3,
@@ -190,13 +193,13 @@ ADD_NORM_BY_HAND = register(
             Mistake(
                 _swapped,
                 "the two orders are swapped: post-norm normalises the sum "
-                "x + Sublayer(x) (its output has mean 0 and standard deviation 1), pre-norm "
-                "adds the sublayer's output to x unnormalised",
+                "$x + \\mathrm{Sublayer}(x)$ (its output has mean 0 and standard deviation 1), "
+                "pre-norm adds the sublayer's output to $x$ unnormalised",
             ),
             Mistake(
                 _unbiased,
-                "the variance of LayerNorm divides by d = 4, not by d - 1 = 3 "
-                "(the default of torch.std)",
+                "the variance of LayerNorm divides by $d = 4$, not by $d - 1 = 3$ "
+                "(the default of `torch.std`)",
             ),
             Mistake(
                 _no_residual,
@@ -205,10 +208,10 @@ ADD_NORM_BY_HAND = register(
             ),
         ),
         hints=(
-            "Post-norm: x + 2x = 3x = [6, 0, 3, 3]. Its mean is 3; its variance, dividing by 4, "
-            "is (9 + 9 + 0 + 0) / 4.",
-            "Pre-norm: first LayerNorm(x): mean 1, variance (1 + 1 + 0 + 0) / 4 = 0.5. Double "
-            "it and add x.",
+            "Post-norm: $x + 2x = 3x = [6, 0, 3, 3]$. Its mean is 3; its variance, dividing by "
+            "4, is $(9 + 9 + 0 + 0) / 4$.",
+            "Pre-norm: first $\\mathrm{LayerNorm}(x)$: mean 1, variance "
+            "$(1 + 1 + 0 + 0) / 4 = 0.5$. Double it and add $x$.",
         ),
     )
 )

@@ -69,7 +69,7 @@ ONE_HOT_LOOKUP = register(
             "Compare the ids with every possible id: (ids[..., None] == torch.arange(V)) has "
             "shape (*ids.shape, V) and is True exactly once per token.",
             "Convert the booleans to weight's dtype (.to(weight.dtype)) before multiplying: "
-            "one_hot @ weight, shapes (*, V) @ (V, d_model) -> (*, d_model).",
+            "`one_hot @ weight`, shapes $(*, V)$ and $(V, d_{model})$ give $(*, d_{model})$.",
         ),
     )
 )

@@ -55,13 +55,13 @@ SPLIT_HEADS = register(
         atol=0.0,
         blocked=(split_heads, MultiHeadAttention.split_heads),
         hints=(
-            "Head m (counting from 0) owns the consecutive features m * d_head, ..., "
-            "(m + 1) * d_head - 1 of every position, with d_head = d_model // num_heads.",
-            "x.view(batch, L, num_heads, d_head) cuts the last axis into num_heads slices of "
-            "d_head features, in that order. Cutting it as (d_head, num_heads) would give "
+            "Head $m$ (counting from 0) owns the consecutive features $m \\, d_{head}, \\dots,$ "
+            "$(m + 1) \\, d_{head} - 1$ of every position, with `d_head = d_model // num_heads`.",
+            "`x.view(batch, L, num_heads, d_head)` cuts the last axis into `num_heads` slices of "
+            "`d_head` features, in that order. Cutting it as `(d_head, num_heads)` would give "
             "head m every num_heads-th feature instead.",
-            "The result must be (batch, num_heads, L, d_head): swap the L and head axes with "
-            ".transpose(1, 2). Reshaping straight to (batch, num_heads, L, d_head) mixes "
+            "The result must be `(batch, num_heads, L, d_head)`: swap the L and head axes with "
+            "`.transpose(1, 2)`. Reshaping straight to `(batch, num_heads, L, d_head)` mixes "
             "positions into the heads.",
         ),
     )
@@ -105,10 +105,11 @@ MERGE_HEADS = register(
         atol=0.0,
         blocked=(merge_heads, MultiHeadAttention.merge_heads),
         hints=(
-            "The result holds, for every position, head 0's d_head features, then head 1's, "
-            "and so on: Concat(head_1, ..., head_h) of the formula.",
-            "First bring the positions in front of the heads: x.transpose(1, 2) is "
-            "(batch, L, num_heads, d_head). Then .reshape(batch, L, num_heads * d_head) puts "
+            "The result holds, for every position, head 0's $d_{head}$ features, then head 1's, "
+            "and so on: $\\mathrm{Concat}(\\mathrm{head}_1, \\dots, \\mathrm{head}_h)$ of the "
+            "formula.",
+            "First bring the positions in front of the heads: `x.transpose(1, 2)` is "
+            "`(batch, L, num_heads, d_head)`. Then `.reshape(batch, L, num_heads * d_head)` puts "
             "the heads side by side.",
             "A reshape without the transpose keeps the numbers in memory order, head by head, "
             "and so puts head 0's positions where position 0's heads belong.",
@@ -128,8 +129,8 @@ PARAMETER_COUNT = register(
         title="Count the parameters of multi-head attention",
         points=2,
         question=(
-            "How many trainable numbers (weights and biases of W^Q, W^K, W^V and W^O) does "
-            "MultiHeadAttention(d_model=512, num_heads=8) hold? Write the number without "
+            "How many trainable numbers (weights and biases of $W^Q$, $W^K$, $W^V$ and $W^O$) does "
+            "`MultiHeadAttention(d_model=512, num_heads=8)` hold? Write the number without "
             "separators, like 123456."
         ),
         expected=lambda: torch.tensor([_count(512)], dtype=torch.float64),
@@ -139,23 +140,25 @@ PARAMETER_COUNT = register(
             Mistake(
                 lambda: torch.tensor([_count(512, bias=False)], dtype=torch.float64),
                 "that counts the weights only: each of the four linear layers also has a bias "
-                "of d_model numbers",
+                "of $d_{model}$ numbers",
             ),
             Mistake(
                 lambda: torch.tensor([_count(512, copies=3)], dtype=torch.float64),
-                "W^O is missing: after the concatenation, the output projection is a fourth "
-                "d_model x d_model layer",
+                "$W^O$ is missing: after the concatenation, the output projection is a fourth "
+                "$d_{model} \\times d_{model}$ layer",
             ),
             Mistake(
                 lambda: torch.tensor([8 * _count(512)], dtype=torch.float64),
-                "the heads do not have full-size matrices each: head m uses a d_model x "
-                "d_model/h slice, and the h slices together make one d_model x d_model matrix",
+                "the heads do not have full-size matrices each: head $m$ uses a "
+                "$d_{model} \\times d_{model}/h$ slice, and the $h$ slices together make one "
+                "$d_{model} \\times d_{model}$ matrix",
             ),
         ),
         hints=(
-            "Each head projects to d_head = 512 / 8 = 64 features: W_m^Q is 512 x 64. How "
-            "big are the eight W_m^Q together?",
-            "W^Q, W^K, W^V and W^O are each d_model x d_model, plus a bias of d_model each.",
+            "Each head projects to $d_{head} = 512 / 8 = 64$ features: $W_m^Q$ is $512 \\times "
+            "64$. How big are the eight $W_m^Q$ together?",
+            "$W^Q$, $W^K$, $W^V$ and $W^O$ are each $d_{model} \\times d_{model}$, plus a bias of "
+            "$d_{model}$ each.",
         ),
     )
 )

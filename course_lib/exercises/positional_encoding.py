@@ -58,11 +58,11 @@ POSITIONAL_ENCODING = register(
         blocked=(sinusoidal_positional_encoding, angular_frequencies),
         hints=(
             "Make the positions a column, torch.arange(max_len)[:, None], and the pair "
-            "indices i = 0, 1, ..., d_model/2 - 1 a row: torch.arange(d_model // 2).",
-            "Pair i has the angular frequency 10000 ** (-2 * i / d_model). Position times "
-            "frequency gives every angle at once, a (max_len, d_model/2) table.",
-            "Start from torch.zeros(max_len, d_model) and fill the even columns with "
-            "pe[:, 0::2] = torch.sin(angle), the odd ones with pe[:, 1::2] = torch.cos(angle).",
+            "indices $i = 0, 1, \\dots, d_{model}/2 - 1$ a row: `torch.arange(d_model // 2)`.",
+            "Pair $i$ has the angular frequency $10000^{-2i/d_{model}}$. Position times "
+            "frequency gives every angle at once, a `(max_len, d_model // 2)` table.",
+            "Start from `torch.zeros(max_len, d_model)` and fill the even columns with "
+            "`pe[:, 0::2] = torch.sin(angle)`, the odd ones with `pe[:, 1::2] = torch.cos(angle)`.",
         ),
     )
 )
@@ -83,9 +83,9 @@ WORKED_EXAMPLE = register(
         title="An encoding by hand",
         points=2,
         question=(
-            "With d_model = 4, what is the encoding of position 2? Give its four entries "
-            "PE[2, 0], PE[2, 1], PE[2, 2], PE[2, 3], rounded to 3 decimals and separated by "
-            "commas."
+            "With $d_{model} = 4$, what is the encoding of position 2? Give its four entries "
+            "$PE_{(2, 0)}, PE_{(2, 1)}, PE_{(2, 2)}, PE_{(2, 3)}$, rounded to 3 decimals and "
+            "separated by commas."
         ),
         expected=_worked_example,
         atol=1.5e-3,
@@ -108,8 +108,8 @@ WORKED_EXAMPLE = register(
             ),
             Mistake(
                 lambda: _angles(math.sin(2), math.cos(2), math.sin(2e-4), math.cos(2e-4)),
-                "the second pair uses the frequency 10000^(-4/4): the index was doubled. "
-                "Columns 2 and 3 belong to pair i = 1, and the exponent is -2i/d_model",
+                "the second pair uses the frequency $10000^{-4/4}$: the index was doubled. "
+                "Columns 2 and 3 belong to pair $i = 1$, and the exponent is $-2i/d_{model}$",
             ),
             Mistake(
                 lambda: _angles(math.cos(2), math.sin(2), math.cos(0.02), math.sin(0.02)),
@@ -118,10 +118,10 @@ WORKED_EXAMPLE = register(
             ),
         ),
         hints=(
-            "With d_model = 4 there are two pairs, i = 0 (columns 0 and 1) and i = 1 "
+            "With $d_{model} = 4$ there are two pairs, $i = 0$ (columns 0 and 1) and $i = 1$ "
             "(columns 2 and 3). Each pair holds a sine and then a cosine of the same angle.",
-            "Pair i = 0 has the frequency 10000^0 = 1 and pair i = 1 has 10000^(-2/4) = 0.01, "
-            "so at position 2 the angles are 2 and 0.02 radians.",
+            "Pair $i = 0$ has the frequency $10000^0 = 1$ and pair $i = 1$ has $10000^{-2/4} = "
+            "0.01$, so at position 2 the angles are 2 and 0.02 radians.",
         ),
     )
 )
@@ -148,9 +148,9 @@ DOUBLED_INDEX = register(
                 "Line 4: column already steps by 2 (it is 2i), so the exponent counts the "
                 "pair index twice.",
                 "Right: column takes the values 0, 2, 4, ..., which is 2i already, and "
-                "-2 * column / d_model makes the exponent -4i / d_model. The frequencies fall "
-                "twice as fast and the upper half of the pairs is almost constant. Use "
-                "-column / d_model (or let the index run over i = 0, 1, 2, ...).",
+                "`-2 * column / d_model` makes the exponent $-4i / d_{model}$. The frequencies "
+                "fall twice as fast and the upper half of the pairs is almost constant. Use "
+                "`-column / d_model` (or let the index run over $i = 0, 1, 2, \\dots$).",
             ),
             Option(
                 "c",
@@ -166,10 +166,10 @@ DOUBLED_INDEX = register(
         ),
         answer="b",
         hints=(
-            "Print column and omega for d_model = 8 and compare omega with "
-            "course_lib.positional.angular_frequencies(8).",
-            "angular_frequencies(8) is 10000 ** (-2i / 8) for i = 0, 1, 2, 3. Which values "
-            "does column take for the same four pairs?",
+            "Print `column` and `omega` for `d_model = 8` and compare `omega` with "
+            "`course_lib.positional.angular_frequencies(8)`.",
+            "`angular_frequencies(8)` is $10000^{-2i / 8}$ for $i = 0, 1, 2, 3$. Which values "
+            "does `column` take for the same four pairs?",
         ),
     )
 )
@@ -208,12 +208,14 @@ OFFSET_ROTATION = register(
         atol=1e-4,
         blocked=(offset_rotation, sinusoidal_positional_encoding, angular_frequencies),
         hints=(
-            "Pair i of PE[pos] is (sin a, cos a) with a = pos * w_i. Moving by k must give "
-            "(sin(a + k w_i), cos(a + k w_i)): use the angle-sum formulas.",
-            "Rows of PE are multiplied on the left, PE[pos] @ M, so column 2i of M makes the "
-            "new sine: M[2i, 2i] = cos(k w_i) and M[2i + 1, 2i] = sin(k w_i).",
-            "Column 2i + 1 makes the new cosine: M[2i, 2i + 1] = -sin(k w_i) and "
-            "M[2i + 1, 2i + 1] = cos(k w_i). Every other entry is zero.",
+            "Pair $i$ of $PE_{pos}$ is $(\\sin a, \\cos a)$ with $a = pos \\cdot \\omega_i$. "
+            "Moving by $k$ must give "
+            "$(\\sin(a + k \\omega_i), \\cos(a + k \\omega_i))$: use the angle-sum formulas.",
+            "Rows of $PE$ are multiplied on the left, $PE_{pos} M$, so column $2i$ of $M$ makes "
+            "the new sine: $M_{2i, 2i} = \\cos(k \\omega_i)$ and $M_{2i + 1, 2i} = \\sin(k "
+            "\\omega_i)$.",
+            "Column $2i + 1$ makes the new cosine: $M_{2i, 2i + 1} = -\\sin(k \\omega_i)$ and "
+            "$M_{2i + 1, 2i + 1} = \\cos(k \\omega_i)$. Every other entry is zero.",
         ),
     )
 )

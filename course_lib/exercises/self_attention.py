@@ -91,11 +91,11 @@ SCALED_DOT_PRODUCT_ATTENTION = register(
         hints=(
             "The scores are query @ key.transpose(-2, -1): transpose the last two axes only, "
             "so the function works for any number of leading (batch, head) axes. Divide them "
-            "by math.sqrt(d_k), with d_k = query.size(-1).",
+            "by $\\sqrt{d_k}$, with $d_k$ = `query.size(-1)`.",
             "Where the mask is False, the score must become -inf before the softmax: "
             "scores.masked_fill(~mask, float('-inf')). Skip this step when mask is None.",
-            "The softmax normalises over the keys, the last axis: torch.softmax(scores, "
-            "dim=-1). Return weights @ value and the weights themselves, as a tuple.",
+            "The softmax normalises over the keys, the last axis: `torch.softmax(scores, "
+            "dim=-1)`. Return `weights @ value` and the weights themselves, as a tuple.",
         ),
     )
 )
@@ -122,10 +122,10 @@ ATTENTION_BY_HAND = register(
         title="Attention weights by hand",
         points=2,
         question=(
-            "One query q = (1, 1) attends to three keys k1 = (1, 0), k2 = (0, 2), "
-            "k3 = (-1, 1) with the values v1 = 10, v2 = 20, v3 = 30 (d_k = 2). Give the three "
-            "attention weights and then the output, rounded to 3 decimals and separated by "
-            "commas."
+            "One query $q = (1, 1)$ attends to three keys $k_1 = (1, 0)$, $k_2 = (0, 2)$, "
+            "$k_3 = (-1, 1)$ with the values $v_1 = 10$, $v_2 = 20$, $v_3 = 30$ ($d_k = 2$). Give "
+            "the three "
+            "attention weights and then the output, rounded to 3 decimals and separated by commas."
         ),
         expected=_by_hand_expected,
         atol=1.5e-3,
@@ -134,12 +134,12 @@ ATTENTION_BY_HAND = register(
             Mistake(
                 lambda: _weights_and_output(1.0, 2.0, 0.0),
                 "these are the weights without the scaling: divide the dot products by "
-                "sqrt(d_k) = sqrt(2) before the softmax",
+                "$\\sqrt{d_k} = \\sqrt{2}$ before the softmax",
             ),
             Mistake(
                 lambda: _weights_and_output(0.5, 1.0, 0.0),
-                "the dot products were divided by d_k = 2; the scaling divides by its square "
-                "root, sqrt(2)",
+                "the dot products were divided by $d_k = 2$; the scaling divides by its square "
+                "root, $\\sqrt{2}$",
             ),
             Mistake(
                 lambda: torch.tensor([1 / 3, 2 / 3, 0.0, 50 / 3], dtype=torch.float64),
@@ -148,7 +148,8 @@ ATTENTION_BY_HAND = register(
             ),
         ),
         hints=(
-            "The dot products q . k are 1, 2 and 0. Divide each by sqrt(2) to get the scores.",
+            "The dot products $q \\cdot k_j$ are 1, 2 and 0. Divide each by $\\sqrt{2}$ to get the "
+            "scores.",
             "The softmax of scores s1, s2, s3 is exp(si) / (exp(s1) + exp(s2) + exp(s3)). The "
             "output is the weighted sum w1 * 10 + w2 * 20 + w3 * 30.",
         ),

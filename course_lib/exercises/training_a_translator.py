@@ -66,8 +66,9 @@ TEACHER_FORCING_LOSS = register(
         hints=(
             "logits has one position fewer than tgt_ids: it was computed from the decoder "
             "input tgt_ids[:, :-1]. The label of position t is the next token, tgt_ids[:, t + 1].",
-            "The loss at one position is -log softmax(logits)[label]: "
-            "torch.log_softmax(logits, dim=-1) and .gather(-1, labels[..., None]).",
+            "The loss at one position is $-\\log "
+            "\\mathrm{softmax}(\\mathrm{logits})_{\\mathrm{label}}$: "
+            "`torch.log_softmax(logits, dim=-1)` and `.gather(-1, labels[..., None])`.",
             "Positions whose label is pad_id do not count: average over the real labels of "
             "the whole batch (sum the losses where labels != pad_id, divide by their number).",
             "F.cross_entropy(..., ignore_index=pad_id) does all of this if you give it one row "

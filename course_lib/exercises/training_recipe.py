@@ -73,7 +73,8 @@ SCHEDULE = register(
         dtypes=(torch.float64,),
         blocked=(transformer_schedule,),
         hints=(
-            "lrate = d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5), for every step "
+            "$lrate = d_{model}^{-0.5} \\cdot \\min(step^{-0.5}, step \\cdot "
+            "warmup\\_steps^{-1.5})$, for every step "
             "of the tensor at once.",
             "Steps count from 1, as in the paper: step 1 is the first update.",
             "Work in float64: steps.to(torch.float64), then torch.minimum of the two terms.",
@@ -131,7 +132,8 @@ SMOOTHED_LOSS = register(
         hints=(
             "The target of a position is (1 - epsilon) on its label plus epsilon / |V| on every "
             "one of the |V| classes, the label included (|V| = logits.size(-1)).",
-            "The loss at a position is -sum_k target_k * log_softmax(logits)_k; average it over "
+            "The loss at a position is $-\\sum_k \\mathrm{target}_k \\log "
+            "\\mathrm{softmax}(\\mathrm{logits})_k$; average it over "
             "the positions whose label is not pad_id.",
             "torch.nn.functional.one_hot(labels, logits.size(-1)) builds the one-hot part; "
             "F.cross_entropy(..., label_smoothing=epsilon) is allowed too, with the padding "
@@ -155,7 +157,7 @@ SHARED_SAVING = register(
         title="What three-way sharing saves",
         points=2,
         question=(
-            "The paper's base model has d_model = 512 and one vocabulary of 37,000 tokens for "
+            "The paper's base model has $d_{model} = 512$ and one vocabulary of 37,000 tokens for "
             "both languages. It uses one matrix for the source embedding, the target embedding "
             "and the weight of the pre-softmax linear layer. How many parameters does that "
             "save, compared with three separate matrices of the same shape (the output layer's "
@@ -167,7 +169,7 @@ SHARED_SAVING = register(
         mistakes=(
             Mistake(
                 _numbers(37_000 * 512),
-                "that is one matrix of 37,000 x 512; three uses share one matrix, so two "
+                "that is one matrix of $37{,}000 \\times 512$; three uses share one matrix, so two "
                 "matrices are saved",
             ),
             Mistake(
@@ -180,7 +182,7 @@ SHARED_SAVING = register(
             ),
         ),
         hints=(
-            "Each of the three matrices has one row of d_model numbers per token.",
+            "Each of the three matrices has one row of $d_{model}$ numbers per token.",
             "Three separate matrices, or one: how many fewer?",
         ),
     )

@@ -84,7 +84,8 @@ VIT_PATCHES = register(
         title="An image as a sequence",
         points=2,
         question=(
-            "ViT-Base/16 cuts a 224 x 224 RGB image into 16 x 16 patches and flattens every "
+            "ViT-Base/16 cuts a $224 \\times 224$ RGB image into $16 \\times 16$ patches and "
+            "flattens every "
             "patch into one vector. How many patches (the sequence length) does one image "
             "give, and how many numbers does one flattened patch hold? Give the two numbers, "
             "separated by a comma."
@@ -100,8 +101,8 @@ VIT_PATCHES = register(
             ),
             Mistake(
                 lambda: torch.tensor([196.0, 256.0]),
-                "16 x 16 counts the pixels of a patch, but every pixel of an RGB image holds "
-                "three numbers (red, green, blue)",
+                "$16 \\times 16$ counts the pixels of a patch, but every pixel of an RGB image "
+                "holds three numbers (red, green, blue)",
             ),
             Mistake(
                 lambda: torch.tensor([196.0, 48.0]),
