@@ -401,14 +401,16 @@ LAYOUT_JS = """async () => {
 class BrowserBook:
     """The book served on 127.0.0.1 and one headless Chromium; each page is visited once."""
 
-    def __init__(self, html: Path) -> None:
+    def __init__(self, html: Path, screenshots: Path = SCREENSHOTS) -> None:
+        """Serve ``html``; screenshots go to ``screenshots``, emptied of an earlier run's."""
         self.html = html
+        self.screenshots = screenshots
         handler = functools.partial(QuietHandler, directory=str(html))
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
         self.base = f"http://127.0.0.1:{self.server.server_address[1]}/"
-        for old in [*SCREENSHOTS.glob("*.png"), *SCREENSHOTS.glob("*.jpg")]:  # this run only
+        for old in [*screenshots.glob("*.png"), *screenshots.glob("*.jpg")]:  # this run only
             old.unlink()
         self.playwright = sync_playwright().start()
         args = [*CHROMIUM_ARGS]
@@ -483,9 +485,9 @@ class BrowserBook:
             page.wait_for_load_state("networkidle")
             visit.facts.update(page.evaluate(COLLECT_JS))
             visit.facts.update(page.evaluate(LAYOUT_JS))
-            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            self.screenshots.mkdir(parents=True, exist_ok=True)
             # JPEG: a tall page's PNG takes seconds to encode, and there are four looks per page.
-            visit.screenshot = SCREENSHOTS / f"{name.replace('/', '__')}@{look}.jpg"
+            visit.screenshot = self.screenshots / f"{name.replace('/', '__')}@{look}.jpg"
             page.screenshot(path=str(visit.screenshot), full_page=True, type="jpeg", quality=80)
         finally:
             context.close()
@@ -499,7 +501,7 @@ class BrowserBook:
         try:
             page.goto(visit.url, wait_until="load")
             page.wait_for_selector("#search-results p.search-summary", timeout=RENDER_TIMEOUT_MS)
-            page.screenshot(path=str(SCREENSHOTS / f"search-{query}.png"), full_page=True)
+            page.screenshot(path=str(self.screenshots / f"search-{query}.png"), full_page=True)
             results = page.eval_on_selector_all(
                 "#search-results ul.search li a",
                 "links => links.map(a => ({href: a.href, text: a.textContent}))",

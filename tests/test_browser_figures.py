@@ -18,10 +18,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import urllib.request
-from unittest import mock
 
 import pytest
-import test_browser
 from test_browser import (
     PAGES,
     RENDER_TIMEOUT_MS,
@@ -74,9 +72,7 @@ IMAGES_LOADED_JS = "() => [...document.images].every((img) => img.complete)"
 @pytest.fixture(scope="module")
 def figure_book(book_html):
     chromium_or_skip()
-    # BrowserBook empties test_browser's screenshot folder when it starts: keep that one.
-    with mock.patch.object(test_browser, "SCREENSHOTS", SCREENSHOTS):
-        browser_book = BrowserBook(book_html)
+    browser_book = BrowserBook(book_html, SCREENSHOTS)
     try:
         yield browser_book
     finally:

@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import test_browser
 from test_browser import (
     PAGES,
     RENDER_TIMEOUT_MS,
@@ -130,9 +129,7 @@ def widgets_book(book_html: Path, tmp_path_factory) -> Iterator[tuple[BrowserBoo
     template = (book_html / f"{TEMPLATE}.html").read_text(encoding="utf-8")
     made = book_html / f"{PAGE}.html"  # removed afterwards: the book's own pages stay as built
     made.write_text(with_widgets(template, state, views), "utf-8")
-    with pytest.MonkeyPatch.context() as patch:  # keep test_browser's screenshots
-        patch.setattr(test_browser, "SCREENSHOTS", folder / "screenshots")
-        book = BrowserBook(book_html)
+    book = BrowserBook(book_html, folder / "screenshots")
     try:
         yield book, len(views), maths_in(state)
     finally:
