@@ -44,7 +44,7 @@ class RecipeExplorer(widgets.VBox):
         self.d_model = widgets.Dropdown(
             options=[64, 128, 256, 512, 1024],
             value=d_model,
-            description="$d_{model}$",
+            description="$d_{\\text{model}}$",
             layout=_WIDE,
             style=_LABEL,
         )
@@ -63,7 +63,7 @@ class RecipeExplorer(widgets.VBox):
             min=0.0,
             max=0.5,
             step=0.05,
-            description="$\\varepsilon_{ls}$ (smoothing)",
+            description="$\\epsilon_{ls}$ (smoothing)",
             continuous_update=False,
             layout=_WIDE,
             style=_LABEL,
@@ -72,7 +72,7 @@ class RecipeExplorer(widgets.VBox):
             value=num_classes,
             min=2,
             max=64,
-            description="classes $|V|$",
+            description="classes $|\\mathcal{V}|$",
             continuous_update=False,
             layout=_WIDE,
             style=_LABEL,
@@ -115,12 +115,14 @@ class RecipeExplorer(widgets.VBox):
         left.axvline(warmup, color="grey", lw=0.8, ls="--")
         left.set_xlabel("step")
         left.set_ylabel("learning rate")
-        left.set_title(f"d_model {d_model}, warm-up {warmup}")
+        left.set_title(f"$d_\\mathrm{{model}}$ {d_model}, warm-up {warmup}")
         right.bar(range(num_classes), target.numpy(), color="tab:orange")
         right.set_ylim(0, 1)
         right.set_xlabel("class (the label is 0)")
         right.set_ylabel("target probability")
-        right.set_title(f"smoothed target, ε_ls {epsilon:.2f}, |V| {num_classes}")
+        right.set_title(
+            f"smoothed target, $\\epsilon_{{ls}}$ {epsilon:.2f}, $|\\mathcal{{V}}|$ {num_classes}"
+        )
         fig.tight_layout()
         plt.show()
         plt.close(fig)

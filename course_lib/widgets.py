@@ -88,7 +88,7 @@ class PositionalEncodingExplorer(widgets.VBox):
             continuous_update=False, layout=_WIDE, style=_LABEL,
         )  # fmt: skip
         self.d_model = widgets.IntSlider(
-            value=d_model, min=2, max=128, step=2, description="$d_{model}$",
+            value=d_model, min=2, max=128, step=2, description="$d_{\\text{model}}$",
             continuous_update=False, layout=_WIDE, style=_LABEL,
         )  # fmt: skip
         self.base = widgets.FloatLogSlider(
@@ -133,7 +133,8 @@ class PositionalEncodingExplorer(widgets.VBox):
         self.readout.value = self.describe(position, dimension, d_model, base)
         pe = sinusoidal_positional_encoding(self.max_len, d_model, base)
         fig, (ax_map, ax_wave) = plt.subplots(2, 1, figsize=(7.2, 6.6))
-        plot_encoding_heatmap(pe, ax_map, title=f"d_model = {d_model}, base = {base:.6g}")
+        title = f"$d_\\mathrm{{model}}$ = {d_model}, base = {base:.6g}"
+        plot_encoding_heatmap(pe, ax_map, title=title)
         ax_map.axhline(position, color="black", linewidth=1)
         ax_map.axvline(dimension, color="black", linewidth=1, linestyle="--")
         kind = "sin" if dimension % 2 == 0 else "cos"

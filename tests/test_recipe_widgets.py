@@ -30,8 +30,9 @@ def test_moving_a_control_updates_the_readout():
 
 def test_the_controls_use_the_books_symbols_and_reach_a_real_vocabulary():
     explorer = RecipeExplorer()
-    assert "$\\varepsilon_{ls}$" in explorer.epsilon.description
-    assert "$|V|$" in explorer.num_classes.description
+    assert "$\\epsilon_{ls}$" in explorer.epsilon.description
+    assert "$|\\mathcal{V}|$" in explorer.num_classes.description
+    assert "$d_{\\text{model}}$" == explorer.d_model.description
     assert explorer.num_classes.max >= 64  # above the 53 Spanish tokens of the chapter
     explorer.num_classes.value = 64
     assert "on each of the other 63" in explorer.readout.value

@@ -40,7 +40,7 @@ WIDGET_MODULES = [
 # W_1, k_1), a square root, a Greek letter or × written as a character or "x", a Python power.
 BARE_MATHS = re.compile(
     r"\w\^|\b[A-Za-z]_\{|\b[dW]_\w+|\b[A-Za-z]_[a-z0-9]\b|\bsqrt\b|√|[α-ωε]"
-    r"|\b\d+ x \d+\b|\*\*|\bsoftmax\("
+    r"|\b\d+ x \d+\b|\*\*|\bsoftmax\(|\beps_\w+|\|V\||-log p\("
 )
 
 
@@ -78,7 +78,19 @@ def widget_descriptions() -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize(
-    "text", ["W^Q", "d_model = 4", "sqrt(d_k)", "224 x 224", "10000 ** (-2i / 8)", "ε_ls", "k_1"]
+    "text",
+    [
+        "W^Q",
+        "d_model = 4",
+        "sqrt(d_k)",
+        "224 x 224",
+        "10000 ** (-2i / 8)",
+        "ε_ls",
+        "k_1",
+        "eps_ls = 0.1",
+        "1/|V|",
+        "-log p(x)",
+    ],
 )
 def test_the_detector_finds_maths_written_as_plain_text(text):
     assert bare_maths(text)

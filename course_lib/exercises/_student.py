@@ -217,18 +217,30 @@ class Progress:
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        cells = "".join(
-            f"<tr><td><code style='{CODE_STYLE}'>{html.escape(r['id'])}</code></td>"
-            f"<td>{text_html(r['title'])}</td>"
-            f"<td>{r['kind']}</td><td>{r['score']}/{r['points']}</td>"
-            f"<td style='color:{_display.COLORS[r['status']]}'>{r['status']}</td>"
-            f"<td>{r['attempts']}</td><td>{r['hints']}</td></tr>"
-            for r in self.rows
+        # Each cell keeps room to its right; ids and statuses stay on one line (the block
+        # scrolls sideways on a narrow page rather than break "not attempted" in two).
+        pad = "padding: 2px 14px 2px 0; text-align: left; vertical-align: top"
+        one_line = f"{pad}; white-space: nowrap"
+
+        def row(r: dict) -> str:
+            return (
+                f"<tr><td style='{one_line}'><code style='{CODE_STYLE}'>"
+                f"{html.escape(r['id'])}</code></td>"
+                f"<td style='{pad}'>{text_html(r['title'])}</td>"
+                f"<td style='{pad}'>{r['kind']}</td>"
+                f"<td style='{one_line}'>{r['score']}/{r['points']}</td>"
+                f"<td style='{one_line}; color:{_display.COLORS[r['status']]}'>{r['status']}</td>"
+                f"<td style='{pad}'>{r['attempts']}</td><td style='{pad}'>{r['hints']}</td></tr>"
+            )
+
+        header = "".join(
+            f"<th style='{one_line}'>{name}</th>"
+            for name in ("exercise", "title", "kind", "points", "status", "tries", "hints")
         )
         passed = sum(r["status"] == "passed" for r in self.rows)
         return block(
-            "<table><tr><th>exercise</th><th>title</th><th>kind</th><th>points</th>"
-            f"<th>status</th><th>tries</th><th>hints</th></tr>{cells}</table>"
+            f"<table style='border-collapse: collapse'><tr>{header}</tr>"
+            f"{''.join(row(r) for r in self.rows)}</table>"
             f"<p>{passed} of {len(self.rows)} exercises passed, {self.score} of "
             f"{self.points} points</p>"
         )

@@ -130,11 +130,12 @@ SMOOTHED_LOSS = register(
         rtol=1e-5,
         blocked=(label_smoothed_loss, sequence_loss, smoothed_targets),
         hints=(
-            "The target of a position is (1 - epsilon) on its label plus epsilon / |V| on every "
-            "one of the |V| classes, the label included (|V| = logits.size(-1)).",
+            "The target of a position is $1 - \\epsilon$ on its label plus "
+            "$\\epsilon / |\\mathcal{V}|$ on every one of the $|\\mathcal{V}|$ classes, the "
+            "label included ($\\epsilon$ is `epsilon`, $|\\mathcal{V}|$ is `logits.size(-1)`).",
             "The loss at a position is $-\\sum_k \\mathrm{target}_k \\log "
             "\\mathrm{softmax}(\\mathrm{logits})_k$; average it over "
-            "the positions whose label is not pad_id.",
+            "the positions whose label is not `pad_id`.",
             "torch.nn.functional.one_hot(labels, logits.size(-1)) builds the one-hot part; "
             "F.cross_entropy(..., label_smoothing=epsilon) is allowed too, with the padding "
             "left out.",
@@ -198,16 +199,17 @@ SMOOTHING_PERPLEXITY = register(
         title="Why label smoothing hurts perplexity",
         points=2,
         question=(
-            "The paper reports that label smoothing with eps_ls = 0.1 hurts perplexity but "
-            "improves accuracy and BLEU. Why does it make the perplexity (the exponential of "
+            "The paper reports that label smoothing with $\\epsilon_{ls} = 0.1$ hurts perplexity "
+            "but improves accuracy and BLEU. Why does it make the perplexity (the exponential of "
             "the plain cross-entropy on held-out data) worse?"
         ),
         options=(
             Option(
                 "a",
                 "The loss it trains is lowest when the model gives the correct token only "
-                "1 - eps_ls + eps_ls/|V| (|V| classes), so the model learns to be less sure "
-                "of the correct token, and the plain cross-entropy, -log p(correct), goes up.",
+                "$1 - \\epsilon_{ls} + \\epsilon_{ls}/|\\mathcal{V}|$ (with $|\\mathcal{V}|$ "
+                "classes), so the model learns to be less sure of the correct token, and the "
+                "plain cross-entropy, $-\\log p(\\text{correct})$, goes up.",
                 "Right: the smoothed target is the best answer for the smoothed loss, and it "
                 "gives the correct token less probability than a sure, correct model would.",
             ),
@@ -227,7 +229,8 @@ SMOOTHING_PERPLEXITY = register(
             Option(
                 "d",
                 "Label smoothing turns dropout off, so the model overfits.",
-                "No: the two are independent; the paper uses both, dropout 0.1 and eps_ls 0.1.",
+                "No: the two are independent; the paper uses both, dropout 0.1 and "
+                "$\\epsilon_{ls} = 0.1$.",
             ),
         ),
         answer="a",
