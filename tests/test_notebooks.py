@@ -7,6 +7,7 @@ built.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import itertools
 import json
@@ -49,6 +50,26 @@ def test_every_chapter_notebook_is_in_the_table_of_contents():
     listed = set(toc_files())
     missing = [p.name for p in chapter_notebooks() if f"chapters/{p.stem}" not in listed]
     assert not missing, f"add these notebooks to _toc.yml: {missing}"
+
+
+def test_the_course_map_has_a_box_for_every_chapter_in_the_tables_order():
+    """Figure 1.7 draws the chapters from a list written in its cell: it must not drift from
+    _toc.yml (it once lacked the training-recipe chapter)."""
+    notebook = read_notebook(ROOT / "chapters" / "transformers-at-a-glance.ipynb")
+    (cell,) = [c for c in code_cells(notebook) if "draw_course_map(" in c.source]
+    assignment = next(
+        node
+        for node in ast.parse(cell.source).body
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "course"
+    )
+    boxes = [title for title, _ in ast.literal_eval(assignment.value)]
+    chapters = [
+        read_notebook(ROOT / f"{entry}.ipynb").cells[0].source.splitlines()[0].lstrip("# ")
+        for entry in toc_files()
+        if (ROOT / f"{entry}.ipynb").is_file()
+    ]
+    assert len(boxes) == len(chapters), f"the map has {boxes}, the book has {chapters}"
+    assert boxes[0] == chapters[0]
 
 
 def test_every_table_of_contents_entry_exists():
