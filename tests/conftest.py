@@ -177,6 +177,20 @@ def book_html(tmp_path_factory) -> Path:
     return out / "_build" / "html"
 
 
+@pytest.fixture(scope="session")
+def book(book_html: Path):
+    """The built book served on 127.0.0.1 and one headless Chromium, for the whole session:
+    every browser test module shares its visits, so each page is loaded once per look."""
+    from test_browser import BrowserBook, chromium_or_skip
+
+    chromium_or_skip()
+    browser_book = BrowserBook(book_html)
+    try:
+        yield browser_book
+    finally:
+        browser_book.close()
+
+
 @pytest.fixture(params=chapter_notebooks(), ids=lambda path: path.stem)
 def notebook_path(request) -> Path:
     return request.param

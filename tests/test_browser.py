@@ -29,7 +29,6 @@ import re
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urlsplit
@@ -398,6 +397,36 @@ LAYOUT_JS = """async () => {
 }"""
 
 
+# Every image of the page's article that is a figure: a cell's output or an explorer's image.
+FIGURE_IMAGES_JS = """() => {
+  const scrollsSideways = (element) =>
+    ["auto", "scroll"].includes(getComputedStyle(element).overflowX);
+  return [...document.querySelectorAll("article img")]
+    .filter((img) => img.closest("figure, .cell_output, .widget-output") !== null)
+    .map((img) => {
+      const box = img.getBoundingClientRect();
+      let scroller = img.parentElement;
+      while (scroller !== null && scroller !== document.body && !scrollsSideways(scroller)) {
+        scroller = scroller.parentElement;
+      }
+      const frame = scroller !== null && scroller !== document.body
+        ? scroller.getBoundingClientRect() : null;
+      return {
+        src: img.src,
+        loaded: img.complete && img.naturalWidth > 0,
+        naturalWidth: img.naturalWidth,
+        width: box.width,
+        right: box.right,
+        scroller: frame === null ? null : {
+          left: frame.left, right: frame.right,
+          clientWidth: scroller.clientWidth, scrollWidth: scroller.scrollWidth,
+        },
+      };
+    });
+}"""
+IMAGES_LOADED_JS = "() => [...document.images].every((img) => img.complete)"
+
+
 class BrowserBook:
     """The book served on 127.0.0.1 and one headless Chromium; each page is visited once."""
 
@@ -483,8 +512,10 @@ class BrowserBook:
                 visit.errors.append(f"widgets not rendered within {RENDER_TIMEOUT_MS} ms")
             visit.facts["mathjax_state"] = page.evaluate(MATHJAX_DONE_JS)
             page.wait_for_load_state("networkidle")
+            page.wait_for_function(IMAGES_LOADED_JS, timeout=RENDER_TIMEOUT_MS)
             visit.facts.update(page.evaluate(COLLECT_JS))
             visit.facts.update(page.evaluate(LAYOUT_JS))
+            visit.facts["figure_images"] = page.evaluate(FIGURE_IMAGES_JS)
             self.screenshots.mkdir(parents=True, exist_ok=True)
             # JPEG: a tall page's PNG takes seconds to encode, and there are four looks per page.
             visit.screenshot = self.screenshots / f"{name.replace('/', '__')}@{look}.jpg"
@@ -510,16 +541,6 @@ class BrowserBook:
             context.close()
         assert not (visit.errors or visit.failed or visit.blocked), visit
         return results
-
-
-@pytest.fixture(scope="module")
-def book(book_html) -> Iterator[BrowserBook]:
-    chromium_or_skip()
-    browser_book = BrowserBook(book_html)
-    try:
-        yield browser_book
-    finally:
-        browser_book.close()
 
 
 def widget_state(html: Path, name: str) -> dict:

@@ -21,7 +21,6 @@ from test_browser import (
     WIDGETS_RENDERED_JS,
     BrowserBook,
     Visit,
-    chromium_or_skip,
 )
 
 from conftest import WIDGET_STATE, WIDGET_VIEW, run_cells_in_kernel
@@ -113,10 +112,12 @@ def with_widgets(template: str, state: dict, views: list[dict]) -> str:
 
 
 @pytest.fixture(scope="module")
-def widgets_book(book_html: Path, tmp_path_factory) -> Iterator[tuple[BrowserBook, int, int]]:
-    """The book served with one more page: the widgets of ``CELLS``, made now; with it, how
-    many views the page shows and how many ``$...$`` their texts and labels hold."""
-    chromium_or_skip()
+def widgets_book(
+    book: BrowserBook, book_html: Path, tmp_path_factory
+) -> Iterator[tuple[BrowserBook, int, int]]:
+    """The book (the session's, served from ``book_html``) with one more page: the widgets of
+    ``CELLS``, made now; with it, how many views the page shows and how many ``$...$`` their
+    texts and labels hold."""
     assert TEMPLATE in PAGES
     folder = tmp_path_factory.mktemp("widgets-made-now")
     setup = f"import os\nos.environ['COURSE_LIB_HOME'] = {str(folder / 'home')!r}"
@@ -129,11 +130,9 @@ def widgets_book(book_html: Path, tmp_path_factory) -> Iterator[tuple[BrowserBoo
     template = (book_html / f"{TEMPLATE}.html").read_text(encoding="utf-8")
     made = book_html / f"{PAGE}.html"  # removed afterwards: the book's own pages stay as built
     made.write_text(with_widgets(template, state, views), "utf-8")
-    book = BrowserBook(book_html, folder / "screenshots")
     try:
         yield book, len(views), maths_in(state)
     finally:
-        book.close()
         made.unlink()
 
 
