@@ -178,13 +178,20 @@ def book_html(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def book(book_html: Path):
-    """The built book served on 127.0.0.1 and one headless Chromium, for the whole session:
-    every browser test module shares its visits, so each page is loaded once per look."""
+def browser_visits() -> dict:
+    """What Chromium saw on each page in each look, kept for the session: the browser test
+    modules share it, so each page is loaded once per look."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def book(book_html: Path, browser_visits: dict):
+    """The built book served on 127.0.0.1 and one headless Chromium, for one test module (the
+    sync Playwright it runs keeps an event loop going, in which asyncio.run cannot start)."""
     from test_browser import BrowserBook, chromium_or_skip
 
     chromium_or_skip()
-    browser_book = BrowserBook(book_html)
+    browser_book = BrowserBook(book_html, visits=browser_visits)
     try:
         yield browser_book
     finally:

@@ -430,8 +430,14 @@ IMAGES_LOADED_JS = "() => [...document.images].every((img) => img.complete)"
 class BrowserBook:
     """The book served on 127.0.0.1 and one headless Chromium; each page is visited once."""
 
-    def __init__(self, html: Path, screenshots: Path = SCREENSHOTS) -> None:
-        """Serve ``html``; screenshots go to ``screenshots``, emptied of an earlier run's."""
+    def __init__(
+        self,
+        html: Path,
+        screenshots: Path = SCREENSHOTS,
+        visits: dict[tuple[str, Look], Visit] | None = None,
+    ) -> None:
+        """Serve ``html``; screenshots go to ``screenshots``, emptied of an earlier run's when
+        ``visits`` (what earlier books of this session saw, to be shared) is empty."""
         self.html = html
         self.screenshots = screenshots
         handler = functools.partial(QuietHandler, directory=str(html))
@@ -439,8 +445,10 @@ class BrowserBook:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
         self.base = f"http://127.0.0.1:{self.server.server_address[1]}/"
-        for old in [*screenshots.glob("*.png"), *screenshots.glob("*.jpg")]:  # this run only
-            old.unlink()
+        self.visits: dict[tuple[str, Look], Visit] = {} if visits is None else visits
+        if not self.visits:  # the session's first look: the folder shows this run only
+            for old in [*screenshots.glob("*.png"), *screenshots.glob("*.jpg")]:
+                old.unlink()
         self.playwright = sync_playwright().start()
         args = [*CHROMIUM_ARGS]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
@@ -449,7 +457,6 @@ class BrowserBook:
         self.browser = self.playwright.chromium.launch(
             executable_path=str(CHROMIUM), args=args, ignore_default_args=["--hide-scrollbars"]
         )
-        self.visits: dict[tuple[str, Look], Visit] = {}
 
     def close(self) -> None:
         self.browser.close()
