@@ -18,8 +18,19 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Sequence
 
-__all__ = ["CODE_STYLE", "HUES", "TEXT_COLOURS", "block", "color", "mixed", "text_html"]
+__all__ = [
+    "CODE_STYLE",
+    "HUES",
+    "TEXT_COLOURS",
+    "block",
+    "color",
+    "contrast_ratio",
+    "mixed",
+    "rgb",
+    "text_html",
+]
 
 HUES = {
     "pass": ("#1f883d", 60),
@@ -63,6 +74,25 @@ def mixed(name: str, text: str) -> str:
         for i in (1, 3, 5)
     )
     return "#" + "".join(f"{c:02x}" for c in channels)
+
+
+def rgb(hex_colour: str) -> tuple[int, int, int]:
+    """The red, green and blue channels (0-255) of a ``#rrggbb`` colour."""
+    return tuple(int(hex_colour[i : i + 2], 16) for i in (1, 3, 5))  # type: ignore[return-value]
+
+
+def contrast_ratio(first: Sequence[float], second: Sequence[float]) -> float:
+    """The WCAG 2 contrast ratio of two colours given as red, green, blue channels (0-255)."""
+
+    def luminance(channels: Sequence[float]) -> float:
+        linear = [
+            c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+            for c in (v / 255 for v in channels[:3])
+        ]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    high, low = sorted((luminance(first), luminance(second)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
 
 
 def block(fragment: str) -> str:

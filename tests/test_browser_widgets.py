@@ -24,6 +24,7 @@ from test_browser import (
 )
 
 from conftest import WIDGET_STATE, WIDGET_VIEW, run_cells_in_kernel
+from course_lib._html import contrast_ratio
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -179,24 +180,12 @@ def test_widget_labels_and_texts_typeset_their_maths(widgets_book):
     assert maths["errors"] == [], maths["errors"]
 
 
-def contrast(a: list[float], b: list[float]) -> float:
-    def luminance(rgb: list[float]) -> float:
-        linear = [
-            c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
-            for c in (v / 255 for v in rgb)
-        ]
-        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
-
-    high, low = sorted((luminance(a), luminance(b)), reverse=True)
-    return (high + 0.05) / (low + 0.05)
-
-
 @pytest.mark.parametrize("theme", ["light", "dark"])
 def test_pass_and_fail_colours_stay_readable_and_keep_their_hue_in_the_books(widgets_book, theme):
     book, _, _ = widgets_book
     coloured = look(book, 1366, theme, COLOURS_JS)
     for item in coloured:
-        ratio = contrast(item["color"], item["background"])
+        ratio = contrast_ratio(item["color"], item["background"])
         assert ratio >= 4.5, f"{theme}: {item} has contrast {ratio:.2f}"
     failed = [item["color"] for item in coloured if item["text"].startswith("FAILED")]
     passed = [item["color"] for item in coloured if item["text"].startswith("PASSED")]

@@ -11,7 +11,16 @@ import ipywidgets as widgets
 import pytest
 
 from conftest import ROOT, all_widgets
-from course_lib._html import HUES, TEXT_COLOURS, block, color, mixed, text_html
+from course_lib._html import (
+    HUES,
+    TEXT_COLOURS,
+    block,
+    color,
+    contrast_ratio,
+    mixed,
+    rgb,
+    text_html,
+)
 from course_lib._layout import FULL_WIDTH, control_row, fitting
 from course_lib.exercises import (
     ChoiceExercise,
@@ -198,23 +207,11 @@ def test_code_exercises_take_a_function_not_an_answer_box():
 # ----------------------------------------------------------------------------------- colours
 
 
-def contrast(foreground: str, background: str) -> float:
-    """The WCAG contrast ratio of two ``#rrggbb`` colours."""
-
-    def luminance(hex_colour: str) -> float:
-        channels = [int(hex_colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
-        linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
-        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
-
-    high, low = sorted((luminance(foreground), luminance(background)), reverse=True)
-    return (high + 0.05) / (low + 0.05)
-
-
 @pytest.mark.parametrize("name", sorted(HUES))
 @pytest.mark.parametrize("theme", sorted(TEXT_COLOURS))
 def test_each_status_colour_reaches_4_5_to_1_in_every_theme(name, theme):
     text, background = TEXT_COLOURS[theme]
-    assert contrast(mixed(name, text), background) >= 4.5
+    assert contrast_ratio(rgb(mixed(name, text)), rgb(background)) >= 4.5
 
 
 def test_status_colours_keep_their_hue_in_light_and_dark_themes():
