@@ -5,6 +5,8 @@ declare is missing there too) gets what Google Colab has — torch, ipywidgets 7
 kernel — and course_lib from a wheel built from the repository (a non-editable install: only
 what the wheel holds is there). Every chapter is then copied to a folder outside the repository
 and executed top to bottom in that environment, as a student who opened it in Colab would.
+Two chapters run at a time, each kernel on one thread (the machines have two cores), the
+longest first; each chapter is still its own test.
 
 pip's download cache is used; nothing else is shared with the project's own .venv.
 """
@@ -16,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -116,6 +119,7 @@ def run_chapter(python: Path, notebook: Path, workdir: Path) -> dict:
     )
     env["COURSE_LIB_HOME"] = str(workdir / "progress")
     env["PYTHONHASHSEED"] = "0"
+    env["OMP_NUM_THREADS"] = "1"  # two kernels share the two cores
     result = subprocess.run(
         [str(python), "-c", RUNNER, str(copy), str(workdir), str(ROOT)],
         input=REPORT_CELL, capture_output=True, text=True, cwd=workdir, env=env, timeout=1800,
@@ -127,12 +131,36 @@ def run_chapter(python: Path, notebook: Path, workdir: Path) -> dict:
     return json.loads(line.removeprefix("STUDENT-ENV "))
 
 
+# The chapters that take longest start first, so that the two at a time end together.
+LONGEST_FIRST = ["feed-forward-and-norm", "training-recipe", "training-a-translator"]
+PARALLEL = 2
+
+
+@pytest.fixture(scope="module")
+def student_runs(student_env, tmp_path_factory):
+    """Every chapter started in the student environment, PARALLEL at a time: a Future per
+    chapter of what its kernel saw (``run_chapter``), and the folder it ran in."""
+    notebooks = sorted(
+        chapter_notebooks(),
+        key=lambda path: LONGEST_FIRST.index(path.stem) if path.stem in LONGEST_FIRST else 99,
+    )
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        runs: dict[str, tuple[Future, Path]] = {}
+        for notebook in notebooks:
+            workdir = tmp_path_factory.mktemp(notebook.stem) / "outside-the-repository"
+            workdir.mkdir()
+            future = pool.submit(run_chapter, student_env, notebook, workdir)
+            runs[notebook.stem] = (future, workdir)
+        yield runs
+        for future, _ in runs.values():
+            future.cancel()
+
+
 @pytest.mark.parametrize("notebook", chapter_notebooks(), ids=lambda path: path.stem)
-def test_chapter_runs_from_a_plain_install_with_ipywidgets_7(student_env, notebook, tmp_path):
-    workdir = tmp_path / "outside-the-repository"
-    workdir.mkdir()
+def test_chapter_runs_from_a_plain_install_with_ipywidgets_7(student_env, student_runs, notebook):
+    future, workdir = student_runs[notebook.stem]
     assert not workdir.resolve().is_relative_to(ROOT)
-    seen = run_chapter(student_env, notebook, workdir)
+    seen = future.result()
     venv = student_env.parent.parent
     assert Path(seen["prefix"]).resolve() == venv.resolve(), "the kernel ran another Python"
     course_lib = Path(seen["course_lib"]).resolve()
