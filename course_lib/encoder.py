@@ -69,10 +69,12 @@ def assemble_stack(stack_type: type[Stack], layers: list[nn.Module], source: nn.
                        first.feed_forward.d_ff, norm_first=first.norm_first)  # fmt: skip
     stack.layers = nn.ModuleList(layers)
     stack.norm = None
-    if source.norm is not None:
-        stack.norm = nn.LayerNorm(stack.d_model, eps=source.norm.eps)
-        copy_layer_norm(stack.norm, source.norm)
     weight = first.norm1.weight
+    if source.norm is not None:  # made in the layers' dtype, so that the copy is exact
+        stack.norm = nn.LayerNorm(
+            stack.d_model, eps=source.norm.eps, device=weight.device, dtype=weight.dtype
+        )
+        copy_layer_norm(stack.norm, source.norm)
     return stack.to(device=weight.device, dtype=weight.dtype).train(source.training)
 
 
@@ -101,7 +103,7 @@ class EncoderLayer(nn.Module):
             feed-forward network (not in the paper).
         norm_first: False for post-norm ``LayerNorm(x + sublayer(x))`` (the paper's),
             True for pre-norm ``x + sublayer(LayerNorm(x))``.
-        activation: of the feed-forward network, ``"relu"`` or ``"gelu"``.
+        activation: of the feed-forward network, ``"relu"``, ``"gelu"`` or ``"gelu_tanh"``.
         layer_norm_eps: the ``eps`` of both layer normalizations.
 
     Shape:
@@ -133,9 +135,14 @@ class EncoderLayer(nn.Module):
     def from_torch(cls, layer: nn.TransformerEncoderLayer) -> EncoderLayer:
         """An ``EncoderLayer`` with copies of the weights of an ``nn.TransformerEncoderLayer``.
 
-        Its ``norm_first``, dropout, activation (ReLU or GELU) and ``eps`` are taken over. The
-        result takes batch-first tensors (create PyTorch's layer with ``batch_first=True`` to
-        feed both the same tensors) and masks with True = allowed (``~src_mask``).
+        Its ``norm_first``, dropout, activation (ReLU, GELU or GELU's tanh approximation, in
+        any form PyTorch takes, see :func:`~course_lib.feedforward.activation_of`) and ``eps``
+        are taken over, and the weights are copied exactly, in their own dtype and on their
+        own device. The result takes batch-first tensors (create PyTorch's layer with
+        ``batch_first=True`` to feed both the same tensors) and masks with True = allowed
+        (``~src_mask``). (PyTorch's own fast path, in ``eval()`` without gradients, computes
+        the exact GELU for ``nn.GELU(approximate="tanh")``; the copy computes the tanh form
+        the layer names, as PyTorch's layer does in training.)
 
         Raises:
             TypeError: if ``layer`` is not an ``nn.TransformerEncoderLayer``.
@@ -146,6 +153,7 @@ class EncoderLayer(nn.Module):
                 f"expected a torch.nn.TransformerEncoderLayer, got {type(layer).__name__}"
             )
         attention = layer.self_attn
+        weight = layer.linear1.weight
         ours = cls(
             attention.embed_dim,
             attention.num_heads,
@@ -154,14 +162,13 @@ class EncoderLayer(nn.Module):
             norm_first=layer.norm_first,
             activation=activation_of(layer),
             layer_norm_eps=layer.norm1.eps,
-        )
+        ).to(device=weight.device, dtype=weight.dtype)  # before copying: exact in any dtype
         ours.self_attention = MultiHeadAttention.from_torch(attention)
         copy_linear(ours.feed_forward.w_1, layer.linear1)
         copy_linear(ours.feed_forward.w_2, layer.linear2)
         copy_layer_norm(ours.norm1, layer.norm1)
         copy_layer_norm(ours.norm2, layer.norm2)
-        weight = layer.linear1.weight
-        return ours.to(device=weight.device, dtype=weight.dtype).train(layer.training)
+        return ours.train(layer.training)
 
     def forward(
         self, x: Tensor, mask: Tensor | None = None, return_weights: bool = False
