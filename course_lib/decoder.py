@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from torch import Tensor, nn
 
-from course_lib._checks import positive_int, probability, sequences
+from course_lib._checks import module_dtype, positive_int, probability, sequences
 from course_lib.attention import MultiHeadAttention
 from course_lib.encoder import assemble_stack, check_layer_mask, copy_layer_norm
 from course_lib.feedforward import FeedForward, activation_of, copy_linear
@@ -250,6 +250,8 @@ class DecoderLayer(nn.Module):
     ) -> None:
         sequences("x", x, self.d_model)
         sequences("memory", memory, self.d_model)
+        module_dtype("x", x, self)
+        module_dtype("memory", memory, self)
         if memory.size(0) != x.size(0):
             raise ValueError(
                 f"x and memory must have the same batch size, got x {tuple(x.shape)} and "

@@ -34,7 +34,7 @@ from typing import TypeVar
 import torch
 from torch import Tensor, nn
 
-from course_lib._checks import positive_int, probability, sequences
+from course_lib._checks import module_dtype, positive_int, probability, sequences
 from course_lib.attention import MultiHeadAttention, _check_mask
 from course_lib.feedforward import FeedForward, activation_of, copy_linear
 
@@ -186,11 +186,7 @@ class EncoderLayer(nn.Module):
             ``(batch, L, d_model)``, or ``(output, weights)`` with weights
             ``(batch, num_heads, L, L)`` if ``return_weights``.
         """
-        sequences("x", x, self.d_model)
-        if mask is not None:
-            batch, length = x.shape[:2]
-            attention = self.self_attention
-            check_layer_mask("mask", attention, mask, batch, length, length)
+        self._check_inputs(x, mask)
         if self.norm_first:  # pre-norm: x + sublayer(LayerNorm(x))
             update, weights = self.self_attention_block(
                 self.norm1(x), mask, return_weights
@@ -217,6 +213,13 @@ class EncoderLayer(nn.Module):
     def feed_forward_block(self, x: Tensor) -> Tensor:
         """The second sublayer without its residual: ``dropout(FFN(x))``."""
         return self.dropout2(self.feed_forward(x))
+
+    def _check_inputs(self, x: Tensor, mask: Tensor | None) -> None:
+        sequences("x", x, self.d_model)
+        module_dtype("x", x, self)
+        if mask is not None:
+            batch, length = x.shape[:2]
+            check_layer_mask("mask", self.self_attention, mask, batch, length, length)
 
     def extra_repr(self) -> str:
         return f"norm_first={self.norm_first}"

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from course_lib._checks import positive_int, probability
+from course_lib._checks import check_tensor, module_dtype, positive_int, probability
 
 __all__ = ["ACTIVATIONS", "FeedForward", "activation_of", "copy_linear"]
 
@@ -71,14 +71,19 @@ class FeedForward(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """``W_2(dropout(activation(W_1 x)))`` at every position: ``(..., d_model)``."""
+        self._check_input(x)
+        hidden = ACTIVATIONS[self.activation](self.w_1(x))  # (..., d_ff)
+        return self.w_2(self.dropout(hidden))  # (..., d_model)
+
+    def _check_input(self, x: Tensor) -> None:
+        check_tensor("x", x)
         if x.dim() == 0 or x.size(-1) != self.d_model:
             raise ValueError(
                 f"x must have d_model={self.d_model} features in its last "
                 f"axis, e.g. (batch, length, {self.d_model}); "
                 f"got {tuple(x.shape)}"
             )
-        hidden = ACTIVATIONS[self.activation](self.w_1(x))  # (..., d_ff)
-        return self.w_2(self.dropout(hidden))  # (..., d_model)
+        module_dtype("x", x, self)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, d_ff={self.d_ff}, activation={self.activation!r}"
