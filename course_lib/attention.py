@@ -28,7 +28,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from course_lib._checks import check_tensor, floating, integer, module_dtype, positive_int
+from course_lib._checks import (
+    check_tensor,
+    floating,
+    integer,
+    module_dtype,
+    positive_int,
+    probability,
+)
 
 if TYPE_CHECKING:
     from course_lib.cache import KeyValueCache
@@ -332,8 +339,7 @@ class MultiHeadAttention(nn.Module):
                 "gives each head d_model / num_heads features (the paper's choice, not a "
                 f"rule of attention); num_heads could be one of {choices[:12]}"
             )
-        if not 0.0 <= float(dropout) < 1.0:
-            raise ValueError(f"dropout must be a probability in [0, 1), got {dropout!r}")
+        dropout = probability("dropout", dropout)
         self.d_model = d_model
         self.num_heads = num_heads
         self.d_head = d_model // num_heads

@@ -17,7 +17,14 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from course_lib._checks import base_value, check_tensor, floating, integer, positive_int
+from course_lib._checks import (
+    base_value,
+    check_tensor,
+    floating,
+    integer,
+    positive_int,
+    probability,
+)
 
 __all__ = [
     "PositionalEncoding",
@@ -160,8 +167,7 @@ class PositionalEncoding(nn.Module):
         base: float = DEFAULT_BASE,
     ) -> None:
         super().__init__()
-        if not 0.0 <= float(dropout) < 1.0:
-            raise ValueError(f"dropout must be a probability in [0, 1), got {dropout!r}")
+        dropout = probability("dropout", dropout)
         self.d_model = positive_int("d_model", d_model, even=True)
         self.max_len = positive_int("max_len", max_len)
         self.base = base_value(base)
