@@ -343,3 +343,26 @@ def test_english_names_refuses_what_is_not_one_number_from_0_to_9999(text):
 def test_english_names_refuses_a_float_naming_its_position():
     with pytest.raises(TypeError, match=r"item 1 must be an integer, got 2\.0 of type float"):
         english_names([1, 2.0])
+
+
+# --------------------------------------------------------------------------- meta and compile
+
+
+def test_value_checks_are_skipped_on_the_meta_device():
+    logits = torch.randn(2, 3, 5, device="meta")
+    all_padding = torch.zeros(2, 3, dtype=torch.long, device="meta")  # no values to read
+    assert sequence_loss(logits, all_padding).device.type == "meta"
+    cache = KeyValueCache()
+    keys = torch.randn(2, 2, 1, 4, device="meta")
+    cache.update(keys, keys)
+    cache.reorder(torch.tensor([1, 0], device="meta"))
+    assert cache.keys.shape == (2, 2, 1, 4)
+
+
+def test_value_checks_are_skipped_while_torch_compile_traces(monkeypatch):
+    from course_lib._checks import values_checkable
+
+    assert values_checkable(torch.zeros(1))
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    assert not values_checkable(torch.zeros(1))
+    sequence_loss(LOGITS, torch.zeros(2, 3, dtype=torch.long))  # NaN, as PyTorch's own
