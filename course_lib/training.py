@@ -145,6 +145,13 @@ def sequence_loss(
     Returns:
         A scalar: ``-mean log softmax(logits)[label]`` over the positions that count, so a
         batch of long sentences weighs each token alike, whatever the padding.
+
+    Raises:
+        IndexError: for a label that counts but is not a class, outside ``[0, vocab_size)``.
+        ValueError: if no label counts (every one is ``pad_id``): a mean over no token is
+            0/0. PyTorch returns NaN, and 0 would look like a perfect model; either would
+            hide the likely mistake (labels that are not the shifted targets, or the wrong
+            ``pad_id``).
     """
     _check_logits(logits, labels)
     ignore = -100 if pad_id is None else integer("pad_id", pad_id)
@@ -203,6 +210,9 @@ def label_smoothed_loss(
     Args:
         logits: ``(batch, L, K)``; labels: ``(batch, L)``; epsilon: ``eps`` in [0, 1);
         pad_id: positions whose label is ``pad_id`` do not count (``None``: all count).
+
+    Raises:
+        IndexError, ValueError: as :func:`sequence_loss`.
     """
     _check_logits(logits, labels)
     _check_labels(labels, logits.size(-1), pad_id)
