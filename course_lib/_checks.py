@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import operator
+from typing import Any
 
 
 def integer(name: str, value: object) -> int:
@@ -70,7 +71,8 @@ def shape_of(value: object) -> object:
 
 
 def sequences(name: str, x: object, d_model: int) -> None:
-    """Raise unless ``x`` is a ``(batch, length, d_model)`` tensor with at least one position."""
+    """Raise unless ``x`` is a floating-point ``(batch, length, d_model)`` tensor with at least
+    one position."""
     import torch
 
     if not isinstance(x, torch.Tensor):
@@ -84,3 +86,84 @@ def sequences(name: str, x: object, d_model: int) -> None:
         )
     if x.size(1) == 0:
         raise ValueError(f"{name} must hold at least one position, got {tuple(x.shape)}")
+    floating(name, x)
+
+
+# --------------------------------------------------------------------------- tensors
+# These take ``value: Any``: they are the checks that find out what it is.
+
+
+def check_tensor(name: str, value: Any) -> None:
+    """Raise ``TypeError`` unless ``value`` is a ``torch.Tensor``, naming what came instead."""
+    import torch
+
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(
+            f"{name} must be a torch.Tensor, got {type(value).__name__}; use torch.tensor(...)"
+        )
+
+
+def floating(name: str, value: Any) -> None:
+    """Raise unless ``value`` is a real floating-point tensor (float16/32/64, bfloat16)."""
+    import torch
+
+    check_tensor(name, value)
+    if not value.is_floating_point():
+        hint = ""
+        if not (value.is_complex() or value.dtype == torch.bool):
+            hint = "; token ids go through an embedding first, other numbers convert with .float()"
+        raise TypeError(f"{name} must be a floating-point tensor, got {value.dtype}{hint}")
+
+
+def integer_ids(name: str, value: Any) -> None:
+    """Raise unless ``value`` is a tensor of integer ids (not float, complex or bool)."""
+    import torch
+
+    check_tensor(name, value)
+    if value.is_floating_point() or value.is_complex() or value.dtype == torch.bool:
+        raise TypeError(f"{name} must be an integer tensor of ids (torch.long), got {value.dtype}")
+
+
+def module_dtype(name: str, value: Any, module: Any) -> None:
+    """Raise unless the floating-point tensor ``value`` has the dtype of ``module``'s weights.
+
+    A float32 module given float64 input would fail deep inside a matrix product; the message
+    names both dtypes and both cures. Skipped under ``torch.autocast``, where a module meets
+    inputs of another precision on purpose.
+    """
+    floating(name, value)
+    weight = next(module.parameters(), None)
+    if weight is None or value.dtype == weight.dtype or autocast_enabled(value):
+        return
+    cure = {"torch.float64": ".double()", "torch.float32": ".float()"}
+    convert = cure.get(str(value.dtype), f".to({value.dtype})")
+    raise TypeError(
+        f"{name} is {value.dtype} but the weights of this {type(module).__name__} are "
+        f"{weight.dtype}: convert the module ({convert} on it) or the input "
+        f"({name}.to({weight.dtype}))"
+    )
+
+
+def autocast_enabled(value: Any) -> bool:
+    """Whether ``torch.autocast`` is on for ``value``'s device (mixed dtypes are expected)."""
+    import torch
+
+    try:
+        return torch.is_autocast_enabled(value.device.type)
+    except TypeError:  # torch < 2.4 takes no device type
+        return torch.is_autocast_enabled() or torch.is_autocast_cpu_enabled()
+
+
+def values_checkable(value: Any) -> bool:
+    """Whether a check may read the *values* of the tensor ``value`` (not only its shape).
+
+    Not on the ``meta`` device (it has no values) and not while ``torch.compile`` traces (a
+    value read there breaks the graph). Every check of values asks this first; shapes and
+    dtypes are always checked.
+    """
+    import torch
+
+    if value.device.type == "meta":
+        return False
+    is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+    return not (is_compiling is not None and is_compiling())

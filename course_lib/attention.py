@@ -28,7 +28,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from course_lib._checks import integer, positive_int
+from course_lib._checks import (
+    check_tensor,
+    floating,
+    integer,
+    module_dtype,
+    positive_int,
+    probability,
+)
 
 if TYPE_CHECKING:
     from course_lib.cache import KeyValueCache
@@ -47,14 +54,21 @@ __all__ = [
 
 
 def _check_shapes(query: Tensor, key: Tensor, value: Tensor) -> None:
-    for name, tensor in (("query", query), ("key", key), ("value", value)):
-        if not isinstance(tensor, Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
-        if tensor.dim() < 2:
+    """Raise unless query, key and value are floating-point tensors of one dtype whose shapes
+    fit ``(..., L_q, d_k)``, ``(..., L_k, d_k)``, ``(..., L_k, d_v)``, with ``d_k, L_k >= 1``
+    and batch axes ``...`` that broadcast."""
+    for name, x in (("query", query), ("key", key), ("value", value)):
+        floating(name, x)
+        if x.dim() < 2:
             raise ValueError(
                 f"{name} must have at least 2 dimensions (..., length, features), "
-                f"got shape {tuple(tensor.shape)}"
+                f"got shape {tuple(x.shape)}"
             )
+    if not query.dtype == key.dtype == value.dtype:
+        raise TypeError(
+            "query, key and value must have the same dtype, got "
+            f"{query.dtype}, {key.dtype} and {value.dtype}; convert them with .to(dtype)"
+        )
     if key.size(-2) == 0:
         raise ValueError(f"key must hold at least one position, got shape {tuple(key.shape)}")
     if query.size(-1) != key.size(-1):
@@ -62,11 +76,22 @@ def _check_shapes(query: Tensor, key: Tensor, value: Tensor) -> None:
             f"query and key must share their last size d_k, got query {tuple(query.shape)} "
             f"and key {tuple(key.shape)}"
         )
+    if query.size(-1) == 0:
+        raise ValueError(f"d_k must be at least 1, got query {tuple(query.shape)}")
     if key.size(-2) != value.size(-2):
         raise ValueError(
             f"key and value must have the same length L_k, got key {tuple(key.shape)} "
             f"and value {tuple(value.shape)}"
         )
+    batch_axes = [tuple(t.shape[:-2]) for t in (query, key, value)]
+    try:
+        torch.broadcast_shapes(*batch_axes)
+    except RuntimeError:
+        raise ValueError(
+            "query, key and value must have the same batch axes (...) or ones that broadcast, "
+            f"got query {tuple(query.shape)}, key {tuple(key.shape)} and value "
+            f"{tuple(value.shape)}"
+        ) from None
 
 
 def _check_mask(mask: Tensor, scores_shape: torch.Size) -> Tensor:
@@ -234,6 +259,7 @@ def split_heads(x: Tensor, num_heads: int) -> Tensor:
         ``(batch, h, L, d_model / h)``: ``result[b, m]`` holds features
         ``m * d_head .. (m + 1) * d_head - 1`` of every position, for head ``m``.
     """
+    check_tensor("x", x)
     if x.dim() != 3:
         raise ValueError(
             f"expected (batch, L, d_model), got shape {tuple(x.shape)}",
@@ -258,6 +284,7 @@ def merge_heads(x: Tensor) -> Tensor:
         ``(batch, L, h * d_head)``: the concatenation ``[head_0, ..., head_{h-1}]`` of every
         position.
     """
+    check_tensor("x", x)
     if x.dim() != 4:
         raise ValueError(
             f"expected (batch, heads, L, d_head), got shape {tuple(x.shape)}",
@@ -312,8 +339,7 @@ class MultiHeadAttention(nn.Module):
                 "gives each head d_model / num_heads features (the paper's choice, not a "
                 f"rule of attention); num_heads could be one of {choices[:12]}"
             )
-        if not 0.0 <= float(dropout) < 1.0:
-            raise ValueError(f"dropout must be a probability in [0, 1), got {dropout!r}")
+        dropout = probability("dropout", dropout)
         self.d_model = d_model
         self.num_heads = num_heads
         self.d_head = d_model // num_heads
@@ -515,8 +541,7 @@ class MultiHeadAttention(nn.Module):
 
     def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor) -> None:
         for name, x in (("query", query), ("key", key), ("value", value)):
-            if not isinstance(x, Tensor):
-                raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+            check_tensor(name, x)
             if x.dim() != 3 or x.size(-1) != self.d_model:
                 hint = "; add a batch axis with .unsqueeze(0)" if x.dim() == 2 else ""
                 raise ValueError(
@@ -533,6 +558,10 @@ class MultiHeadAttention(nn.Module):
                 f"key and value must have the same length L_k, got {key.size(1)} and "
                 f"{value.size(1)}"
             )
+        if key.size(1) == 0:
+            raise ValueError(f"key must hold at least one position, got {tuple(key.shape)}")
+        for name, x in (("query", query), ("key", key), ("value", value)):
+            module_dtype(name, x, self)
 
     def extra_repr(self) -> str:
         return (

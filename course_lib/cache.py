@@ -26,9 +26,25 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from course_lib._checks import positive_int
+from course_lib._checks import floating, integer_ids, positive_int, values_checkable
 
 __all__ = ["DecoderCache", "KeyValueCache", "LayerCache"]
+
+
+def _check_batch_index(index: Tensor, batch: int) -> None:
+    """Raise unless ``index`` is a 1-D integer tensor of rows of a batch of ``batch``."""
+    integer_ids("index", index)
+    if index.dim() != 1:
+        raise ValueError(
+            f"index must be a 1-D tensor of batch rows, got shape {tuple(index.shape)}"
+        )
+    if values_checkable(index) and index.numel():
+        low, high = int(index.min()), int(index.max())
+        if low < 0 or high >= batch:
+            raise IndexError(
+                f"index must hold rows in [0, {batch}) of the cached batch, got values from "
+                f"{low} to {high}"
+            )
 
 
 class KeyValueCache:
@@ -72,13 +88,25 @@ class KeyValueCache:
         return keys, values
 
     def _check(self, keys: Tensor, values: Tensor) -> None:
+        floating("keys", keys)
+        floating("values", values)
         if keys.dim() != 4 or keys.shape != values.shape:
             raise ValueError(
                 "keys and values must have the same shape (batch, num_heads, n, d_head), got "
                 f"{tuple(keys.shape)} and {tuple(values.shape)}"
             )
+        if keys.dtype != values.dtype:
+            raise TypeError(
+                f"keys and values must have the same dtype, got {keys.dtype} and {values.dtype}"
+            )
         if self.keys is None:
             return
+        if (keys.dtype, keys.device) != (self.keys.dtype, self.keys.device):
+            raise TypeError(
+                f"the cache holds {self.keys.dtype} keys on {self.keys.device}; new keys of "
+                f"{keys.dtype} on {keys.device} would silently change them (a cache belongs "
+                "to one model: convert the model and start a new cache)"
+            )
         stored = self.keys.shape
         if (stored[0], stored[1], stored[3]) != (keys.size(0), keys.size(1), keys.size(3)):
             raise ValueError(
@@ -95,6 +123,7 @@ class KeyValueCache:
     def reorder(self, index: Tensor) -> None:
         """Keep the sequences ``index`` of the batch, in that order (rows may repeat)."""
         if self.keys is not None:
+            _check_batch_index(index, self.keys.size(0))
             self.keys = self.keys.index_select(0, index)
             self.values = self.values.index_select(0, index)
 
@@ -142,6 +171,8 @@ class DecoderCache:
         Args:
             index: 1-D ``torch.long`` tensor of batch rows.
         """
+        if self.ids is not None:
+            _check_batch_index(index, self.ids.size(0))
         for layer in self.layers:
             layer.self_attention.reorder(index)
             layer.cross_attention.reorder(index)

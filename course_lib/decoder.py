@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from torch import Tensor, nn
 
-from course_lib._checks import positive_int, probability, sequences
+from course_lib._checks import module_dtype, positive_int, probability, sequences
 from course_lib.attention import MultiHeadAttention
 from course_lib.encoder import assemble_stack, check_layer_mask, copy_layer_norm
 from course_lib.feedforward import FeedForward, activation_of, copy_linear
@@ -69,7 +69,7 @@ class DecoderLayer(nn.Module):
             feed-forward network (not in the paper).
         norm_first: False for post-norm ``LayerNorm(x + sublayer(x))`` (the paper's),
             True for pre-norm ``x + sublayer(LayerNorm(x))``.
-        activation: of the feed-forward network, ``"relu"`` or ``"gelu"``.
+        activation: of the feed-forward network, ``"relu"``, ``"gelu"`` or ``"gelu_tanh"``.
         layer_norm_eps: the ``eps`` of the three layer normalizations.
 
     Shape:
@@ -106,9 +106,10 @@ class DecoderLayer(nn.Module):
         """A ``DecoderLayer`` with copies of the weights of an ``nn.TransformerDecoderLayer``.
 
         ``self_attn`` becomes :attr:`self_attention`, ``multihead_attn``
-        :attr:`cross_attention`; ``norm_first``, dropout, activation (ReLU or GELU) and
-        ``eps`` are taken over. The result takes batch-first tensors and masks with
-        True = allowed (``~tgt_mask``, ``~memory_key_padding_mask[:, None, :]``).
+        :attr:`cross_attention`; ``norm_first``, dropout, activation (ReLU, GELU or GELU's
+        tanh approximation, in any form PyTorch takes) and ``eps`` are taken over, and the
+        weights are copied exactly, in their own dtype. The result takes batch-first tensors
+        and masks with True = allowed (``~tgt_mask``, ``~memory_key_padding_mask[:, None, :]``).
 
         Raises:
             TypeError: if ``layer`` is not an ``nn.TransformerDecoderLayer``.
@@ -119,6 +120,7 @@ class DecoderLayer(nn.Module):
                 f"expected a torch.nn.TransformerDecoderLayer, got {type(layer).__name__}"
             )
         attention = layer.self_attn
+        weight = layer.linear1.weight
         ours = cls(
             attention.embed_dim,
             attention.num_heads,
@@ -127,7 +129,7 @@ class DecoderLayer(nn.Module):
             norm_first=layer.norm_first,
             activation=activation_of(layer),
             layer_norm_eps=layer.norm1.eps,
-        )
+        ).to(device=weight.device, dtype=weight.dtype)  # before copying: exact in any dtype
         ours.self_attention = MultiHeadAttention.from_torch(attention)
         ours.cross_attention = MultiHeadAttention.from_torch(layer.multihead_attn)
         copy_linear(ours.feed_forward.w_1, layer.linear1)
@@ -137,8 +139,7 @@ class DecoderLayer(nn.Module):
             strict=True,
         ):  # fmt: skip
             copy_layer_norm(mine, theirs)
-        weight = layer.linear1.weight
-        return ours.to(device=weight.device, dtype=weight.dtype).train(layer.training)
+        return ours.train(layer.training)
 
     def forward(
         self,
@@ -249,6 +250,8 @@ class DecoderLayer(nn.Module):
     ) -> None:
         sequences("x", x, self.d_model)
         sequences("memory", memory, self.d_model)
+        module_dtype("x", x, self)
+        module_dtype("memory", memory, self)
         if memory.size(0) != x.size(0):
             raise ValueError(
                 f"x and memory must have the same batch size, got x {tuple(x.shape)} and "

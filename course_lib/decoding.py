@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from course_lib._checks import integer, positive_int, shape_of
+from course_lib._checks import floating, integer, positive_int, shape_of, values_checkable
 from course_lib.transformer import Transformer
 
 __all__ = [
@@ -59,9 +59,12 @@ def _check_prompt(prompt: object) -> Tensor:
     return prompt.long()
 
 
-def _next_scores(model: NextTokenScorer, ids: Tensor) -> Tensor:
+def _next_scores(
+    model: NextTokenScorer, ids: Tensor, eos_id: int | None = None, pad_id: int | None = None
+) -> Tensor:
     """The scorer's output for ``ids`` (no gradients: nothing is trained here), checked to be
-    ``(batch, vocab_size)``."""
+    ``(batch, vocab_size)`` with ``eos_id`` and ``pad_id`` in the vocabulary, and a token to
+    choose in every row."""
     with torch.no_grad():
         scores = model(ids)
     if not isinstance(scores, Tensor) or scores.dim() != 2 or scores.size(0) != ids.size(0):
@@ -71,7 +74,29 @@ def _next_scores(model: NextTokenScorer, ids: Tensor) -> Tensor:
             f"vocab_size), got {shape}; for a model that returns (batch, t, vocab_size) "
             "use lambda ids: model(ids)[:, -1]"
         )
+    floating("the scorer's scores", scores)
+    vocab_size = scores.size(-1)
+    for name, token in (("eos_id", eos_id), ("pad_id", pad_id)):
+        if token is not None and not 0 <= token < vocab_size:
+            raise ValueError(
+                f"{name} must be a token id in [0, vocab_size={vocab_size}) of the scorer's "
+                f"vocabulary, got {token}"
+            )
+    _check_some_token_possible(scores)
     return scores
+
+
+def _check_some_token_possible(scores: Tensor) -> None:
+    """Raise if a row of ``scores`` has a NaN or gives every token -inf: nothing to choose."""
+    if not values_checkable(scores):
+        return
+    bad = scores.isnan().any(dim=-1) | (scores == -math.inf).all(dim=-1)
+    if bad.any():
+        rows = bad.nonzero()[:, 0].tolist()
+        raise ValueError(
+            f"the scorer's scores leave no token to choose in sequence(s) {rows[:5]} of the "
+            "batch: every score is -inf, or one is NaN; check the model and its masks"
+        )
 
 
 def _settings(eos_id: int | None, max_new_tokens: int, pad_id: int) -> tuple:
@@ -115,7 +140,7 @@ def greedy_decode(
     eos_id, max_new_tokens, pad_id = _settings(eos_id, max_new_tokens, pad_id)
     finished = torch.zeros(ids.size(0), dtype=torch.bool, device=ids.device)
     for _ in range(max_new_tokens):
-        scores = _next_scores(model, ids)  # (batch, vocab_size)
+        scores = _next_scores(model, ids, eos_id, pad_id)  # (batch, vocab_size)
         next_token = scores.argmax(dim=-1)  # the best token of each sequence
         ids, finished = _append(ids, next_token, finished, eos_id, pad_id)
         if finished.all():
@@ -133,9 +158,11 @@ class BeamSearchResult(NamedTuple):
     scores: Tensor  # (batch, beam_width): each sequence's total log-probability
 
 
-def _log_probabilities(model: NextTokenScorer, ids: Tensor, width: int) -> Tensor:
+def _log_probabilities(
+    model: NextTokenScorer, ids: Tensor, width: int, eos_id: int | None, pad_id: int
+) -> Tensor:
     """``log_softmax`` of the scorer's output; the beam may not be wider than the vocabulary."""
-    log_p = F.log_softmax(_next_scores(model, ids).float(), dim=-1)
+    log_p = F.log_softmax(_next_scores(model, ids, eos_id, pad_id).float(), dim=-1)
     if width > log_p.size(-1):
         raise ValueError(f"beam_width={width} is larger than the vocabulary ({log_p.size(-1)})")
     return log_p
@@ -195,7 +222,7 @@ def beam_search(
     finished = torch.zeros(batch * width, dtype=torch.bool, device=device)
     first_row = torch.arange(batch, device=device)[:, None] * width
     for _ in range(max_new_tokens):
-        log_p = _log_probabilities(model, ids, width)  # (batch * width, V)
+        log_p = _log_probabilities(model, ids, width, eos_id, pad_id)  # (batch * width, V)
         vocab_size = log_p.size(-1)
         log_p[finished] = -math.inf  # a finished hypothesis gets pad only,
         log_p[finished, pad_id] = 0.0  # and its score stays the same
@@ -260,7 +287,7 @@ def sample(
     temperature = _check_temperature(temperature)
     finished = torch.zeros(ids.size(0), dtype=torch.bool, device=ids.device)
     for _ in range(max_new_tokens):
-        scores = _next_scores(model, ids).float()
+        scores = _next_scores(model, ids, eos_id, pad_id).float()
         probabilities = torch.softmax(scores / temperature, dim=-1)
         drawn = torch.multinomial(probabilities, 1, generator=generator)
         next_token = drawn[:, 0]

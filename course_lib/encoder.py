@@ -34,7 +34,7 @@ from typing import TypeVar
 import torch
 from torch import Tensor, nn
 
-from course_lib._checks import positive_int, probability, sequences
+from course_lib._checks import module_dtype, positive_int, probability, sequences
 from course_lib.attention import MultiHeadAttention, _check_mask
 from course_lib.feedforward import FeedForward, activation_of, copy_linear
 
@@ -69,10 +69,12 @@ def assemble_stack(stack_type: type[Stack], layers: list[nn.Module], source: nn.
                        first.feed_forward.d_ff, norm_first=first.norm_first)  # fmt: skip
     stack.layers = nn.ModuleList(layers)
     stack.norm = None
-    if source.norm is not None:
-        stack.norm = nn.LayerNorm(stack.d_model, eps=source.norm.eps)
-        copy_layer_norm(stack.norm, source.norm)
     weight = first.norm1.weight
+    if source.norm is not None:  # made in the layers' dtype, so that the copy is exact
+        stack.norm = nn.LayerNorm(
+            stack.d_model, eps=source.norm.eps, device=weight.device, dtype=weight.dtype
+        )
+        copy_layer_norm(stack.norm, source.norm)
     return stack.to(device=weight.device, dtype=weight.dtype).train(source.training)
 
 
@@ -101,7 +103,7 @@ class EncoderLayer(nn.Module):
             feed-forward network (not in the paper).
         norm_first: False for post-norm ``LayerNorm(x + sublayer(x))`` (the paper's),
             True for pre-norm ``x + sublayer(LayerNorm(x))``.
-        activation: of the feed-forward network, ``"relu"`` or ``"gelu"``.
+        activation: of the feed-forward network, ``"relu"``, ``"gelu"`` or ``"gelu_tanh"``.
         layer_norm_eps: the ``eps`` of both layer normalizations.
 
     Shape:
@@ -133,9 +135,14 @@ class EncoderLayer(nn.Module):
     def from_torch(cls, layer: nn.TransformerEncoderLayer) -> EncoderLayer:
         """An ``EncoderLayer`` with copies of the weights of an ``nn.TransformerEncoderLayer``.
 
-        Its ``norm_first``, dropout, activation (ReLU or GELU) and ``eps`` are taken over. The
-        result takes batch-first tensors (create PyTorch's layer with ``batch_first=True`` to
-        feed both the same tensors) and masks with True = allowed (``~src_mask``).
+        Its ``norm_first``, dropout, activation (ReLU, GELU or GELU's tanh approximation, in
+        any form PyTorch takes, see :func:`~course_lib.feedforward.activation_of`) and ``eps``
+        are taken over, and the weights are copied exactly, in their own dtype and on their
+        own device. The result takes batch-first tensors (create PyTorch's layer with
+        ``batch_first=True`` to feed both the same tensors) and masks with True = allowed
+        (``~src_mask``). (PyTorch's own fast path, in ``eval()`` without gradients, computes
+        the exact GELU for ``nn.GELU(approximate="tanh")``; the copy computes the tanh form
+        the layer names, as PyTorch's layer does in training.)
 
         Raises:
             TypeError: if ``layer`` is not an ``nn.TransformerEncoderLayer``.
@@ -146,6 +153,7 @@ class EncoderLayer(nn.Module):
                 f"expected a torch.nn.TransformerEncoderLayer, got {type(layer).__name__}"
             )
         attention = layer.self_attn
+        weight = layer.linear1.weight
         ours = cls(
             attention.embed_dim,
             attention.num_heads,
@@ -154,14 +162,13 @@ class EncoderLayer(nn.Module):
             norm_first=layer.norm_first,
             activation=activation_of(layer),
             layer_norm_eps=layer.norm1.eps,
-        )
+        ).to(device=weight.device, dtype=weight.dtype)  # before copying: exact in any dtype
         ours.self_attention = MultiHeadAttention.from_torch(attention)
         copy_linear(ours.feed_forward.w_1, layer.linear1)
         copy_linear(ours.feed_forward.w_2, layer.linear2)
         copy_layer_norm(ours.norm1, layer.norm1)
         copy_layer_norm(ours.norm2, layer.norm2)
-        weight = layer.linear1.weight
-        return ours.to(device=weight.device, dtype=weight.dtype).train(layer.training)
+        return ours.train(layer.training)
 
     def forward(
         self, x: Tensor, mask: Tensor | None = None, return_weights: bool = False
@@ -179,11 +186,7 @@ class EncoderLayer(nn.Module):
             ``(batch, L, d_model)``, or ``(output, weights)`` with weights
             ``(batch, num_heads, L, L)`` if ``return_weights``.
         """
-        sequences("x", x, self.d_model)
-        if mask is not None:
-            batch, length = x.shape[:2]
-            attention = self.self_attention
-            check_layer_mask("mask", attention, mask, batch, length, length)
+        self._check_inputs(x, mask)
         if self.norm_first:  # pre-norm: x + sublayer(LayerNorm(x))
             update, weights = self.self_attention_block(
                 self.norm1(x), mask, return_weights
@@ -210,6 +213,13 @@ class EncoderLayer(nn.Module):
     def feed_forward_block(self, x: Tensor) -> Tensor:
         """The second sublayer without its residual: ``dropout(FFN(x))``."""
         return self.dropout2(self.feed_forward(x))
+
+    def _check_inputs(self, x: Tensor, mask: Tensor | None) -> None:
+        sequences("x", x, self.d_model)
+        module_dtype("x", x, self)
+        if mask is not None:
+            batch, length = x.shape[:2]
+            check_layer_mask("mask", self.self_attention, mask, batch, length, length)
 
     def extra_repr(self) -> str:
         return f"norm_first={self.norm_first}"

@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from course_lib._checks import integer, positive_int, probability, shape_of
+from course_lib._checks import integer, integer_ids, positive_int, probability, shape_of
 from course_lib.attention import causal_mask, padding_mask
 from course_lib.embeddings import TokenEmbedding, check_token_ids
 from course_lib.encoder import Encoder
@@ -212,6 +212,7 @@ def mask_tokens(
         ``mask_id``; ``labels`` holds the original ids at the chosen positions and ``pad_id``
         everywhere else (so the loss counts the hidden tokens only).
     """
+    integer_ids("ids", ids)
     fraction = probability("fraction", fraction)
     candidates = ids != pad_id
     for token in keep:

@@ -14,16 +14,23 @@ position, and no position sees another.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from course_lib._checks import positive_int, probability
+from course_lib._checks import check_tensor, module_dtype, positive_int, probability
 
 __all__ = ["ACTIVATIONS", "FeedForward", "activation_of", "copy_linear"]
 
-ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu}
+ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "gelu_tanh": partial(F.gelu, approximate="tanh"),
+}
+"""The activations :class:`FeedForward` knows: ReLU (the paper's), GELU (BERT's) and GELU's
+tanh approximation (GPT-2's, ``nn.GELU(approximate="tanh")``)."""
 
 
 class FeedForward(nn.Module):
@@ -34,7 +41,8 @@ class FeedForward(nn.Module):
         d_ff: size of the hidden layer (the paper uses ``4 * d_model``).
         dropout: probability of dropping hidden units in training (after the activation, as
             in ``nn.TransformerEncoderLayer``).
-        activation: ``"relu"`` (the paper's) or ``"gelu"`` (BERT's and GPT's).
+        activation: ``"relu"`` (the paper's), ``"gelu"`` (BERT's) or ``"gelu_tanh"``
+            (GELU's tanh approximation, GPT-2's).
         bias: whether the two linear maps have biases ``b_1`` and ``b_2``.
 
     Shape:
@@ -63,34 +71,59 @@ class FeedForward(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """``W_2(dropout(activation(W_1 x)))`` at every position: ``(..., d_model)``."""
+        self._check_input(x)
+        hidden = ACTIVATIONS[self.activation](self.w_1(x))  # (..., d_ff)
+        return self.w_2(self.dropout(hidden))  # (..., d_model)
+
+    def _check_input(self, x: Tensor) -> None:
+        check_tensor("x", x)
         if x.dim() == 0 or x.size(-1) != self.d_model:
             raise ValueError(
                 f"x must have d_model={self.d_model} features in its last "
                 f"axis, e.g. (batch, length, {self.d_model}); "
                 f"got {tuple(x.shape)}"
             )
-        hidden = ACTIVATIONS[self.activation](self.w_1(x))  # (..., d_ff)
-        return self.w_2(self.dropout(hidden))  # (..., d_model)
+        module_dtype("x", x, self)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, d_ff={self.d_ff}, activation={self.activation!r}"
 
 
 def activation_of(layer: nn.Module) -> str:
-    """The name of the activation of an ``nn.TransformerEncoderLayer`` or ``...DecoderLayer``.
+    """The name in :data:`ACTIVATIONS` of the activation of an ``nn.TransformerEncoderLayer``
+    or ``nn.TransformerDecoderLayer``, read from the function the layer applies.
+
+    Every form PyTorch takes is recognised: the strings ``"relu"`` and ``"gelu"`` (the layer
+    keeps ``F.relu`` or ``F.gelu``), the functions ``F.relu``, ``torch.relu`` and ``F.gelu``,
+    and the modules ``nn.ReLU()``, ``nn.GELU()`` and ``nn.GELU(approximate="tanh")``.
 
     Raises:
-        ValueError: for an activation other than ReLU or GELU (a custom function).
+        ValueError: for any other activation (a custom function), naming it.
     """
-    code = getattr(layer, "activation_relu_or_gelu", None)
-    if code is None:  # decoder layers of some versions only keep the function
-        function = getattr(layer, "activation", None)
-        code = {F.relu: 1, F.gelu: 2}.get(function, 0)  # type: ignore[arg-type]
-    if code not in (1, 2):
+    function = getattr(layer, "activation", None)
+    name = _activation_name(function)
+    if name is None:
         raise ValueError(
-            f"from_torch takes layers with activation 'relu' or 'gelu', got {layer.activation!r}"
+            "from_torch takes layers whose activation is ReLU or GELU: 'relu', 'gelu', "
+            "F.relu, F.gelu, nn.ReLU(), nn.GELU() or nn.GELU(approximate='tanh'); "
+            f"got {function!r}"
         )
-    return "relu" if code == 1 else "gelu"
+    return name
+
+
+def _activation_name(function: object) -> str | None:
+    """``"relu"``, ``"gelu"``, ``"gelu_tanh"`` or ``None`` (not one of them) for a function."""
+    gelu_forms = {"none": "gelu", "tanh": "gelu_tanh"}
+    if function is F.relu or function is torch.relu or isinstance(function, nn.ReLU):
+        return "relu"
+    if function is F.gelu:
+        return "gelu"
+    if isinstance(function, nn.GELU):
+        return gelu_forms.get(function.approximate)
+    if isinstance(function, partial) and function.func is F.gelu and not function.args:
+        if set(function.keywords) <= {"approximate"}:
+            return gelu_forms.get(function.keywords.get("approximate", "none"))
+    return None
 
 
 def copy_linear(target: nn.Linear, source: nn.Linear) -> None:

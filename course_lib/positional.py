@@ -17,7 +17,14 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from course_lib._checks import base_value, integer, positive_int
+from course_lib._checks import (
+    base_value,
+    check_tensor,
+    floating,
+    integer,
+    positive_int,
+    probability,
+)
 
 __all__ = [
     "PositionalEncoding",
@@ -27,6 +34,14 @@ __all__ = [
 ]
 
 DEFAULT_BASE = 10000.0
+
+
+def _check_floating_dtype(dtype: object) -> None:
+    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise TypeError(
+            f"dtype must be a floating-point torch.dtype such as torch.float32, got {dtype!r} "
+            "(sines and cosines between -1 and 1 would round to integers)"
+        )
 
 
 def angular_frequencies(
@@ -45,6 +60,7 @@ def angular_frequencies(
     """
     d_model = positive_int("d_model", d_model, even=True)
     base = base_value(base)
+    _check_floating_dtype(dtype)
     pair = torch.arange(0, d_model // 2, dtype=torch.float64)  # i = 0, 1, ..., d_model/2 - 1
     return (base ** (-2.0 * pair / d_model)).to(dtype)
 
@@ -78,6 +94,7 @@ def sinusoidal_positional_encoding(
             ``base`` is not greater than 1.
     """
     max_len = positive_int("max_len", max_len)
+    _check_floating_dtype(dtype)
     omega = angular_frequencies(d_model, base)  # (d_model/2,)
     position = torch.arange(max_len, dtype=torch.float64)  # (max_len,)
     angle = position[:, None] * omega[None, :]  # (max_len, d_model/2)
@@ -150,8 +167,7 @@ class PositionalEncoding(nn.Module):
         base: float = DEFAULT_BASE,
     ) -> None:
         super().__init__()
-        if not 0.0 <= float(dropout) < 1.0:
-            raise ValueError(f"dropout must be a probability in [0, 1), got {dropout!r}")
+        dropout = probability("dropout", dropout)
         self.d_model = positive_int("d_model", d_model, even=True)
         self.max_len = positive_int("max_len", max_len)
         self.base = base_value(base)
@@ -170,11 +186,18 @@ class PositionalEncoding(nn.Module):
             ValueError: if ``x`` is not 3-D with last size ``d_model``, or
                 ``start + seq > max_len``.
         """
+        self._check_input(x, start)
+        seq = x.size(1)
+        return self.dropout(x + self.pe[start : start + seq].to(x.dtype))
+
+    def _check_input(self, x: Tensor, start: int) -> None:
+        check_tensor("x", x)
         if x.dim() != 3 or x.size(-1) != self.d_model:
             raise ValueError(
                 f"expected embeddings of shape (batch, seq, d_model={self.d_model}), "
                 f"got {tuple(x.shape)}"
             )
+        floating("x", x)  # integer embeddings would round the encoding to 0, 1 and -1
         if isinstance(start, bool) or not isinstance(start, int) or start < 0:
             raise ValueError(f"start must be a non-negative integer, got {start!r}")
         seq = x.size(1)
@@ -183,7 +206,6 @@ class PositionalEncoding(nn.Module):
                 f"positions {start}..{start + seq - 1} are needed but this PositionalEncoding "
                 f"holds max_len={self.max_len}; create it with max_len >= {start + seq}"
             )
-        return self.dropout(x + self.pe[start : start + seq].to(x.dtype))
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, max_len={self.max_len}, base={self.base:g}"

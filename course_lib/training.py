@@ -43,7 +43,16 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from course_lib._checks import integer, positive_int, probability, shape_of
+from course_lib._checks import (
+    check_tensor,
+    floating,
+    integer,
+    integer_ids,
+    positive_int,
+    probability,
+    shape_of,
+    values_checkable,
+)
 
 __all__ = [
     "ProgressBar",
@@ -68,13 +77,38 @@ def _check_targets(tgt_ids: object) -> None:
         raise ValueError(
             f"tgt_ids must be a (batch, L) tensor with L >= 2 (<bos> ... <eos>), got {shape}"
         )
+    integer_ids("tgt_ids", tgt_ids)
 
 
 def _check_logits(logits: Tensor, labels: Tensor) -> None:
+    floating("logits", logits)
+    integer_ids("labels", labels)
     if logits.dim() != 3 or labels.shape != logits.shape[:2]:
         raise ValueError(
             "logits must be (batch, L, vocab_size) and labels (batch, L), got "
             f"{tuple(logits.shape)} and {tuple(labels.shape)}"
+        )
+
+
+def _check_labels(labels: Tensor, vocab_size: int, ignore: int | None) -> None:
+    """Raise unless some label counts (is not ``ignore``) and every one that counts is a
+    class of the logits, ``[0, vocab_size)``: the loss is a mean over the labels that count."""
+    if not values_checkable(labels):
+        return
+    counted = labels != ignore if ignore is not None else torch.ones_like(labels, dtype=torch.bool)
+    if not counted.any():
+        raise ValueError(
+            f"every label is the padding id {ignore}, so no position counts and the mean loss "
+            "over the real tokens would be 0/0 (NaN); the labels are the targets shifted by "
+            "one (teacher_forcing), with padding only after <eos>; is pad_id right?"
+        )
+    outside = counted & ((labels < 0) | (labels >= vocab_size))
+    if outside.any():
+        where = tuple(int(i) for i in outside.nonzero()[0])
+        raise IndexError(
+            f"label {int(labels[where])} at position {where} is outside [0, "
+            f"vocab_size={vocab_size}), the classes of the logits' last axis; "
+            f"{int(outside.sum())} label(s) are out of range"
         )
 
 
@@ -111,9 +145,17 @@ def sequence_loss(
     Returns:
         A scalar: ``-mean log softmax(logits)[label]`` over the positions that count, so a
         batch of long sentences weighs each token alike, whatever the padding.
+
+    Raises:
+        IndexError: for a label that counts but is not a class, outside ``[0, vocab_size)``.
+        ValueError: if no label counts (every one is ``pad_id``): a mean over no token is
+            0/0. PyTorch returns NaN, and 0 would look like a perfect model; either would
+            hide the likely mistake (labels that are not the shifted targets, or the wrong
+            ``pad_id``).
     """
     _check_logits(logits, labels)
     ignore = -100 if pad_id is None else integer("pad_id", pad_id)
+    _check_labels(labels, logits.size(-1), ignore)
     smoothing = _check_smoothing(label_smoothing)
     scores = logits.flatten(0, 1)  # (batch * L, vocab_size): a row per position
     return F.cross_entropy(scores, labels.flatten(), ignore_index=ignore, label_smoothing=smoothing)
@@ -146,6 +188,7 @@ def smoothed_targets(
     """
     num_classes = positive_int("num_classes", num_classes)
     epsilon = _check_smoothing(epsilon)
+    check_tensor("labels", labels)
     if labels.dtype.is_floating_point or labels.dtype == torch.bool:
         raise TypeError(f"labels must be integer class ids, got dtype {labels.dtype}")
     if labels.numel() and (labels.min() < 0 or labels.max() >= num_classes):
@@ -167,8 +210,12 @@ def label_smoothed_loss(
     Args:
         logits: ``(batch, L, K)``; labels: ``(batch, L)``; epsilon: ``eps`` in [0, 1);
         pad_id: positions whose label is ``pad_id`` do not count (``None``: all count).
+
+    Raises:
+        IndexError, ValueError: as :func:`sequence_loss`.
     """
     _check_logits(logits, labels)
+    _check_labels(labels, logits.size(-1), pad_id)
     real = torch.ones_like(labels, dtype=torch.bool) if pad_id is None else labels != pad_id
     log_p = torch.log_softmax(logits[real], dim=-1)  # (N, num_classes): the real positions only
     target = smoothed_targets(labels[real], logits.size(-1), epsilon, log_p.dtype)  # (N, classes)

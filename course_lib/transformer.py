@@ -77,7 +77,7 @@ class Transformer(nn.Module):
             embedding, as in the paper, which needs one vocabulary for both languages
             (``src_vocab_size == tgt_vocab_size``). Shared matrices are one ``Parameter``,
             counted once by ``parameters()``; ``state_dict()`` keeps a key for each use.
-        activation: of the feed-forward networks, ``"relu"`` or ``"gelu"``.
+        activation: of the feed-forward networks, ``"relu"``, ``"gelu"`` or ``"gelu_tanh"``.
 
     Shape:
         ``forward(src_ids, tgt_ids)``: ``(batch, L_s)`` and ``(batch, L_t)`` integer ids;

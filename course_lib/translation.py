@@ -10,8 +10,9 @@ same function with the default settings), so that a chapter can use it at once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -19,7 +20,9 @@ from typing import Any, NamedTuple
 import torch
 from torch import Tensor
 
+from course_lib._checks import integer
 from course_lib.data import (
+    MAX_NUMBER,
     english_number_name,
     number_alignment,
     number_pairs,
@@ -40,6 +43,7 @@ __all__ = [
     "TRAINING_SETTINGS",
     "CrossAttention",
     "NumberTranslator",
+    "english_names",
     "load_number_translator",
     "train_number_translator",
 ]
@@ -76,6 +80,68 @@ class CrossAttention(NamedTuple):
     target: list[str]  # L_t decoder inputs: <bos> and the Spanish tokens
 
 
+_ACCEPTED = (
+    f"a number from 0 to {MAX_NUMBER} (21 or '21') or its English name ('twenty-one'; "
+    "capitals, a space for the hyphen and 'one hundred and five' are fine)"
+)
+
+
+def english_names(numbers_or_names: Iterable[object]) -> list[str]:
+    """The English names, as :func:`english_number_name` writes them, of numbers or names.
+
+    Numbers (0..9999) and digit strings (``"21"``) become their names; names are read
+    without regard to capitals, extra spaces, a space for the hyphen or an "and" after
+    "hundred" or "thousand" (``"Twenty one"``, ``"one hundred and five"``). Every item that
+    is none of these is named in one ``ValueError`` (``TypeError`` for an item that is
+    neither a number nor a string).
+    """
+    names, problems = [], []
+    for position, item in enumerate(numbers_or_names):
+        name, problem = _english_name(item, f"item {position}")
+        names.append(name)
+        if problem:
+            problems.append(problem)
+    if problems:
+        raise ValueError(f"cannot translate {', '.join(problems[:5])}; expected {_ACCEPTED}")
+    return names
+
+
+def _english_name(item: object, where: str) -> tuple[str, str]:
+    """``(name, "")`` for an item :func:`english_names` accepts, else ``("", problem)``."""
+    if isinstance(item, str):
+        text = item.strip()
+        if not text:
+            return "", f"an empty name ({where})"
+        if not (text.isascii() and text.isdigit()):
+            name = _names_by_form().get(_normalised(text))
+            return (name, "") if name else ("", f"{item!r} ({where})")
+        number = int(text)
+    else:
+        number = integer(where, item)
+    if not 0 <= number <= MAX_NUMBER:
+        return "", f"{item!r} ({where}, not between 0 and {MAX_NUMBER})"
+    return english_number_name(number), ""
+
+
+def _normalised(text: str) -> str:
+    """A name in one form for all the ways of writing it: lower case, words joined by one space, a
+    space for the hyphen, without an "and" between "hundred" or "thousand" and what follows."""
+    words = text.lower().replace("-", " ").split()
+    joining = {
+        at
+        for at in range(1, len(words) - 1)  # "and" between two words of the number
+        if words[at] == "and" and words[at - 1] in ("hundred", "thousand")
+    }
+    return " ".join(word for at, word in enumerate(words) if at not in joining)
+
+
+@cache
+def _names_by_form() -> dict[str, str]:
+    """Every English name in :func:`_normalised` form, with the name the model was trained on."""
+    names = (english_number_name(n) for n in range(MAX_NUMBER + 1))
+    return {_normalised(name): name for name in names}
+
+
 @dataclass
 class NumberTranslator:
     """A Transformer that translates English number names into Spanish, with its vocabularies.
@@ -108,15 +174,19 @@ class NumberTranslator:
     # ----------------------------------------------------------------------- inputs
 
     def source_ids(self, numbers_or_names: Sequence[int | str]) -> Tensor:
-        """``(batch, L_s)`` padded source ids of numbers (0..9999) or English names."""
+        """``(batch, L_s)`` padded source ids of numbers (0..9999) or English names.
+
+        A name may be written as a student would type it: any capitals, spaces for the
+        hyphen, extra spaces, "and" (``"One hundred and twenty one"``), or digits
+        (``"121"``). Anything else is refused, naming it: the model would otherwise translate
+        whatever its unknown tokens happen to resemble.
+        """
         if isinstance(numbers_or_names, (str, int)):
             raise TypeError("pass a list of numbers or names, e.g. [21] or ['twenty-one']")
-        rows = []
-        for item in numbers_or_names:
-            name = item if isinstance(item, str) else english_number_name(item)
-            rows.append(self.source_vocab.encode(number_tokens(name)))
-        if not rows:
+        names = english_names(numbers_or_names)
+        if not names:
             raise ValueError("nothing to translate: the list is empty")
+        rows = [self.source_vocab.encode(number_tokens(name)) for name in names]
         ids, _ = pad_batch(rows, self.source_vocab.pad_id)
         return ids
 

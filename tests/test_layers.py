@@ -90,7 +90,11 @@ def test_feed_forward_dropout_acts_in_training_only():
 @pytest.mark.parametrize(
     "kwargs, error, message",
     [
-        ({"activation": "tanh"}, ValueError, r"activation must be one of \['gelu', 'relu'\]"),
+        (
+            {"activation": "tanh"},
+            ValueError,
+            r"activation must be one of \['gelu', 'gelu_tanh', 'relu'\]",
+        ),
         ({"d_ff": 0}, ValueError, "d_ff must be a positive integer, got 0"),
         ({"dropout": 1.0}, ValueError, r"dropout must be a probability in \[0, 1\)"),
     ],
@@ -146,6 +150,91 @@ def test_encoder_layer_from_torch_takes_over_gelu_and_eps():
     assert ours.feed_forward.activation == "gelu" and ours.norm1.eps == 1e-3
     x = random(2, 5, D_MODEL)
     torch.testing.assert_close(ours(x), reference(x), atol=1e-5, rtol=0)
+
+
+ACTIVATION_FORMS = {
+    "string relu": ("relu", "relu"),
+    "string gelu": ("gelu", "gelu"),
+    "F.relu": (F.relu, "relu"),
+    "F.gelu": (F.gelu, "gelu"),
+    "torch.relu": (torch.relu, "relu"),
+    "nn.ReLU()": (nn.ReLU(), "relu"),
+    "nn.GELU()": (nn.GELU(), "gelu"),
+    "nn.GELU(tanh)": (nn.GELU(approximate="tanh"), "gelu_tanh"),
+}
+
+
+@pytest.mark.parametrize("form", ACTIVATION_FORMS)
+@pytest.mark.parametrize("ours_type", [EncoderLayer, DecoderLayer])
+def test_from_torch_is_faithful_to_every_activation_form_pytorch_takes(form, ours_type):
+    activation, name = ACTIVATION_FORMS[form]
+    make = torch_encoder_layer if ours_type is EncoderLayer else torch_decoder_layer
+    reference = make(False, activation=activation).double()  # training mode: no fast path
+    ours = ours_type.from_torch(reference)
+    assert ours.feed_forward.activation == name
+    inputs = (random(2, 5, D_MODEL).double(),)
+    if ours_type is DecoderLayer:
+        inputs += (random(2, 3, D_MODEL, seed=1).double(),)
+    torch.testing.assert_close(ours(*inputs), reference(*inputs), atol=1e-13, rtol=0)
+
+
+def test_the_tanh_gelu_is_not_the_exact_gelu_so_the_test_above_tells_them_apart():
+    x = torch.linspace(-3, 3, 7, dtype=torch.float64)
+    assert (F.gelu(x) - F.gelu(x, approximate="tanh")).abs().max() > 1e-4
+
+
+@pytest.mark.parametrize("ours_type", [EncoderLayer, DecoderLayer])
+@pytest.mark.parametrize(
+    "activation",
+    [nn.SiLU(), torch.tanh, lambda t: t.relu()],
+    ids=["nn.SiLU()", "torch.tanh", "lambda"],
+)
+def test_from_torch_refuses_other_activations_naming_them(ours_type, activation):
+    make = torch_encoder_layer if ours_type is EncoderLayer else torch_decoder_layer
+    with pytest.raises(ValueError, match=r"activation is ReLU or GELU: 'relu', 'gelu'.*got "):
+        ours_type.from_torch(make(False, activation=activation))
+
+
+def with_float64_weights(module: nn.Module) -> nn.Module:
+    """``module`` in float64 with weights that float32 cannot hold (so a float32 copy shows)."""
+    module.double()
+    generator = torch.Generator().manual_seed(7)
+    with torch.no_grad():
+        for parameter in module.parameters():
+            noise = torch.randn(parameter.shape, generator=generator, dtype=torch.float64)
+            parameter.add_(noise * 1e-3)
+    return module
+
+
+@NORM_ORDERS
+@pytest.mark.parametrize("ours_type", [EncoderLayer, DecoderLayer])
+def test_from_torch_of_a_float64_layer_is_exact(norm_first, ours_type):
+    make = torch_encoder_layer if ours_type is EncoderLayer else torch_decoder_layer
+    reference = make(norm_first)
+    randomize_norms(reference)
+    ours = ours_type.from_torch(with_float64_weights(reference))
+    assert all(tensor.dtype == torch.float64 for tensor in ours.state_dict().values())
+    assert torch.equal(ours.feed_forward.w_1.weight, reference.linear1.weight)
+    assert torch.equal(ours.norm1.bias, reference.norm1.bias)
+    inputs = (random(2, 5, D_MODEL).double(),)
+    if ours_type is DecoderLayer:
+        inputs += (random(2, 3, D_MODEL, seed=1).double(),)
+    torch.testing.assert_close(ours(*inputs), reference(*inputs), atol=1e-14, rtol=0)
+
+
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")
+def test_stacks_from_torch_of_float64_stacks_are_exact():
+    torch.manual_seed(0)
+    reference = nn.Transformer(D_MODEL, HEADS, 2, 2, D_FF, 0.0, batch_first=True)
+    randomize_norms(reference)
+    with_float64_weights(reference)
+    encoder, decoder = Encoder.from_torch(reference.encoder), Decoder.from_torch(reference.decoder)
+    assert torch.equal(encoder.norm.weight, reference.encoder.norm.weight)
+    assert torch.equal(decoder.norm.bias, reference.decoder.norm.bias)
+    x, y = random(2, 6, D_MODEL).double(), random(2, 5, D_MODEL, seed=1).double()
+    expected = reference(x, y, tgt_mask=~causal_mask(5))
+    got = decoder(y, encoder(x), causal_mask(5))
+    torch.testing.assert_close(got, expected, atol=1e-14, rtol=0)
 
 
 def test_encoder_layer_from_torch_copies_rather_than_shares_the_weights():
@@ -250,7 +339,7 @@ def test_from_torch_refuses_other_modules_custom_activations_and_missing_biases(
     with pytest.raises(TypeError, match=r"TransformerEncoderLayer, got Linear"):
         EncoderLayer.from_torch(nn.Linear(2, 2))
     custom = nn.TransformerEncoderLayer(D_MODEL, HEADS, D_FF, activation=torch.tanh)
-    with pytest.raises(ValueError, match="activation 'relu' or 'gelu'"):
+    with pytest.raises(ValueError, match=r"activation is ReLU or GELU.*got <built-in method tanh"):
         EncoderLayer.from_torch(custom)
     no_bias = nn.TransformerEncoderLayer(D_MODEL, HEADS, D_FF, bias=False)
     with pytest.raises(ValueError, match="bias"):

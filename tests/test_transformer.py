@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from course_lib.attention import causal_mask
@@ -90,6 +91,33 @@ def test_from_torch_agrees_with_nn_transformer_between_the_same_embeddings(norm_
                        tgt_key_padding_mask=tgt_pad,
                        memory_key_padding_mask=src_pad)  # fmt: skip
     torch.testing.assert_close(model(src, tgt), model.output(states), atol=1e-5, rtol=0)
+
+
+@NESTED_TENSOR_WARNING
+def test_from_torch_of_a_float64_transformer_is_exact_and_keeps_its_tanh_gelu():
+    torch.manual_seed(1)
+    reference = nn.Transformer(D_MODEL, 4, 2, 2, 32, 0.0, batch_first=True,
+                               activation=nn.GELU(approximate="tanh"))  # fmt: skip
+    with torch.no_grad():  # float64 weights that float32 cannot hold
+        for parameter in reference.double().parameters():
+            parameter.add_(torch.randn_like(parameter) * 1e-3)
+    model = Transformer.from_torch(reference, SRC_VOCAB, TGT_VOCAB, max_len=20)
+    assert model.encoder.layers[1].feed_forward.activation == "gelu_tanh"
+    # PyTorch's decoder layers lose a module activation when nn.Transformer copies them
+    # (TransformerDecoderLayer.__setstate__ puts F.relu back): the copy follows what they do.
+    assert reference.decoder.layers[1].activation is F.relu
+    assert model.decoder.layers[1].feed_forward.activation == "relu"
+    assert model.output.weight.dtype == torch.float64
+    assert torch.equal(
+        model.decoder.layers[1].feed_forward.w_2.bias, reference.decoder.layers[1].linear2.bias
+    )
+    x, y = (
+        torch.randn(2, 5, D_MODEL, dtype=torch.float64),
+        torch.randn(2, 4, D_MODEL, dtype=torch.float64),
+    )
+    expected = reference(x, y, tgt_mask=~causal_mask(4))
+    got = model.decoder(y, model.encoder(x), causal_mask(4))
+    torch.testing.assert_close(got, expected, atol=1e-14, rtol=0)
 
 
 def test_target_mask_is_causal_and_hides_target_padding():
