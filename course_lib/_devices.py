@@ -51,14 +51,17 @@ def uniform(shape: tuple[int, ...], generator: torch.Generator | None, device) -
 
 
 def multinomial(
-    probabilities: Tensor, num_samples: int, generator: torch.Generator | None
+    probabilities: Tensor,
+    num_samples: int,
+    generator: torch.Generator | None,
+    replacement: bool = False,
 ) -> Tensor:
-    """``torch.multinomial(probabilities, num_samples)`` with ``generator`` of any device; the
-    result is on the device of ``probabilities``."""
+    """``torch.multinomial(probabilities, num_samples, replacement)`` with ``generator`` of
+    any device; the result is on the device of ``probabilities``."""
     if generator is None or generator.device == probabilities.device:
-        return torch.multinomial(probabilities, num_samples, generator=generator)
+        return torch.multinomial(probabilities, num_samples, replacement, generator=generator)
     if probabilities.device.type == "meta":  # no values to draw from: the shape is all there is
-        return torch.multinomial(probabilities, num_samples)
+        return torch.multinomial(probabilities, num_samples, replacement)
     on_generator = probabilities.to(generator.device)
-    drawn = torch.multinomial(on_generator, num_samples, generator=generator)
+    drawn = torch.multinomial(on_generator, num_samples, replacement, generator=generator)
     return drawn.to(probabilities.device)
