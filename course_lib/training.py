@@ -44,6 +44,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from course_lib._checks import integer, positive_int, probability, shape_of
+from course_lib._devices import values_checkable
 
 __all__ = [
     "ProgressBar",
@@ -126,6 +127,15 @@ def _check_smoothing(epsilon: object) -> float:
     return epsilon
 
 
+def _check_class_ids(labels: Tensor, num_classes: int) -> None:
+    if labels.dtype.is_floating_point or labels.dtype == torch.bool:
+        raise TypeError(f"labels must be integer class ids, got dtype {labels.dtype}")
+    if not values_checkable(labels) or not labels.numel():
+        return
+    if labels.min() < 0 or labels.max() >= num_classes:
+        raise ValueError(f"labels must be in [0, {num_classes}), got values outside")
+
+
 def smoothed_targets(
     labels: Tensor, num_classes: int, epsilon: float, dtype: torch.dtype | None = None
 ) -> Tensor:
@@ -146,10 +156,7 @@ def smoothed_targets(
     """
     num_classes = positive_int("num_classes", num_classes)
     epsilon = _check_smoothing(epsilon)
-    if labels.dtype.is_floating_point or labels.dtype == torch.bool:
-        raise TypeError(f"labels must be integer class ids, got dtype {labels.dtype}")
-    if labels.numel() and (labels.min() < 0 or labels.max() >= num_classes):
-        raise ValueError(f"labels must be in [0, {num_classes}), got values outside")
+    _check_class_ids(labels, num_classes)
     one_hot = F.one_hot(labels, num_classes).to(dtype or torch.get_default_dtype())  # (*, classes)
     return (1 - epsilon) * one_hot + epsilon / num_classes
 
@@ -170,9 +177,11 @@ def label_smoothed_loss(
     """
     _check_logits(logits, labels)
     real = torch.ones_like(labels, dtype=torch.bool) if pad_id is None else labels != pad_id
-    log_p = torch.log_softmax(logits[real], dim=-1)  # (N, num_classes): the real positions only
-    target = smoothed_targets(labels[real], logits.size(-1), epsilon, log_p.dtype)  # (N, classes)
-    return -(target * log_p).sum(dim=-1).mean()
+    log_p = torch.log_softmax(logits, dim=-1)  # (batch, L, K)
+    classes = labels.masked_fill(~real, 0)  # any class at padding: it does not count
+    target = smoothed_targets(classes, logits.size(-1), epsilon, log_p.dtype)  # (batch, L, K)
+    loss = -(target * log_p).sum(dim=-1)  # (batch, L): one value per position
+    return (loss * real).sum() / real.sum()  # the mean over the real positions
 
 
 def smoothed_loss_minimum(num_classes: int, epsilon: float) -> float:
