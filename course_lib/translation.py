@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import Tensor
 
+from course_lib._devices import device_of
 from course_lib.data import (
     english_number_name,
     number_alignment,
@@ -108,7 +109,8 @@ class NumberTranslator:
     # ----------------------------------------------------------------------- inputs
 
     def source_ids(self, numbers_or_names: Sequence[int | str]) -> Tensor:
-        """``(batch, L_s)`` padded source ids of numbers (0..9999) or English names."""
+        """``(batch, L_s)`` padded source ids of numbers (0..9999) or English names, on the
+        model's device."""
         if isinstance(numbers_or_names, (str, int)):
             raise TypeError("pass a list of numbers or names, e.g. [21] or ['twenty-one']")
         rows = []
@@ -118,7 +120,7 @@ class NumberTranslator:
         if not rows:
             raise ValueError("nothing to translate: the list is empty")
         ids, _ = pad_batch(rows, self.source_vocab.pad_id)
-        return ids
+        return ids.to(device_of(self.model))
 
     def _names(self, ids: Tensor) -> list[str]:
         """The Spanish names of generated ids ``(batch, t)``: up to ``<eos>``, specials out."""
@@ -139,7 +141,7 @@ class NumberTranslator:
         """``(batch, t)`` target ids, ``<bos>`` first: greedy (``beam_width=1``) or the best
         hypothesis of beam search."""
         self.model.eval()
-        start = torch.full((src_ids.size(0), 1), self.target_vocab.bos_id)
+        start = torch.full((src_ids.size(0), 1), self.target_vocab.bos_id, device=src_ids.device)
         scorer = self.scorer(src_ids, use_cache)
         eos = self.target_vocab.eos_id
         if beam_width == 1:
@@ -227,7 +229,8 @@ class NumberTranslator:
         (:func:`course_lib.data.number_alignment`): 1.0 is a perfect word alignment.
         """
         numbers = list(numbers)
-        src_ids, tgt_ids = number_pairs(numbers, self.source_vocab, self.target_vocab)
+        pairs = number_pairs(numbers, self.source_vocab, self.target_vocab)
+        src_ids, tgt_ids = (ids.to(device_of(self.model)) for ids in pairs)
         decoder_input = tgt_ids[:, :-1]
         src_mask = self.model.source_mask(src_ids)
         memory = self.model.encode(src_ids, src_mask)
