@@ -473,6 +473,16 @@ def test_the_layer_explorers_run_on_the_models_device(moved, device, watch):
     DecoderExplorer(model, english, spanish, "twenty one", "veintiuno", position=1)
 
 
+@CUDA
+def test_kmeans_runs_on_cuda_with_its_cpu_generator():
+    from course_lib.discretize import kmeans
+
+    points = torch.randn(40, 3, device="cuda")
+    centroids, assignments = kmeans(points, 4)
+    assert centroids.shape == (4, 3) and centroids.device.type == "cuda"
+    assert assignments.shape == (40,) and assignments.device.type == "cuda"
+
+
 # --------------------------------------------------------------------------- mixed precision
 
 
