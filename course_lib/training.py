@@ -510,8 +510,9 @@ def fit(
                 precision.scale(loss).backward()
                 precision.step(optimizer)
                 scheduler.step()
-                history.step_losses.append(_loss_value(loss))
-                epoch_loss += history.step_losses[-1]
+                value = _loss_value(loss)
+                history.step_losses.append(value)
+                epoch_loss += value
                 if progress:
                     step = epoch * steps_per_epoch + number + 1
                     seconds = time.perf_counter() - started
