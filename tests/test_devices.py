@@ -482,6 +482,23 @@ def test_the_layer_explorers_run_on_the_models_device(moved, device, watch):
     DecoderExplorer(model, english, spanish, "twenty one", "veintiuno", position=1)
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
+def test_the_translator_and_the_explorers_run_in_float64_and_bfloat16(dtype):
+    from course_lib.generation_widgets import DecodingExplorer, SamplingExplorer
+    from course_lib.layer_widgets import DecoderExplorer, TokenPathExplorer
+
+    translator = load_number_translator()
+    translator.model.to(dtype)
+    assert translator.translate([21]) == ["veintiuno"]
+    DecodingExplorer(translator, number=21, beam_width=2)
+    model, english = translator.model, translator.source_vocab
+    TokenPathExplorer(model.embed_source, model.encoder, english, "twenty one", token=1)
+    DecoderExplorer(model, english, translator.target_vocab, "twenty one", "veintiuno")
+    vocab = Vocabulary([f"w{i}" for i in range(VOCAB - 4)])
+    language_model = _model(_decoder_only(), "cpu", dtype)
+    SamplingExplorer(language_model, vocab, count=2, max_new_tokens=3)._draw(1.0, 0)
+
+
 @CUDA
 def test_kmeans_runs_on_cuda_with_its_cpu_generator():
     from course_lib.discretize import kmeans
