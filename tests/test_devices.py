@@ -554,6 +554,17 @@ def test_fit_scales_the_loss_under_float16_autocast():
     assert all(torch.isfinite(p).all() for p in model.parameters())
 
 
+@CUDA
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_fit_trains_on_cuda_in_mixed_precision(dtype):
+    torch.manual_seed(0)
+    model = _model(_decoder_only(), "cuda", torch.float32)
+    ids = torch.randint(1, VOCAB, (8, LENGTH))
+    history = families.train_causal_lm(model, ids, autocast=dtype, **_fit_settings())
+    assert all(math.isfinite(loss) for loss in history.step_losses)
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+
+
 def test_fit_refuses_an_autocast_dtype_that_is_not_a_half_precision():
     with pytest.raises(ValueError, match=r"autocast must be None, torch\.bfloat16 or"):
         training.fit(
