@@ -43,7 +43,9 @@ def values_checkable(value: Tensor) -> bool:
     return value.device.type != "meta" and not is_compiling()
 
 
-def uniform(shape: tuple[int, ...], generator: torch.Generator | None, device) -> Tensor:
+def uniform(
+    shape: tuple[int, ...], generator: torch.Generator | None, device: torch.device | str
+) -> Tensor:
     """``torch.rand(shape)`` on ``device``, drawn from ``generator`` on its own device."""
     if generator is None:
         return torch.rand(shape, device=device)
