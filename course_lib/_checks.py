@@ -152,18 +152,3 @@ def autocast_enabled(value: Any) -> bool:
         return torch.is_autocast_enabled(value.device.type)
     except TypeError:  # torch < 2.4 takes no device type
         return torch.is_autocast_enabled() or torch.is_autocast_cpu_enabled()
-
-
-def values_checkable(value: Any) -> bool:
-    """Whether a check may read the *values* of the tensor ``value`` (not only its shape).
-
-    Not on the ``meta`` device (it has no values) and not while ``torch.compile`` traces (a
-    value read there breaks the graph). Every check of values asks this first; shapes and
-    dtypes are always checked.
-    """
-    import torch
-
-    if value.device.type == "meta":
-        return False
-    is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
-    return not (is_compiling is not None and is_compiling())

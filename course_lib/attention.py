@@ -36,6 +36,7 @@ from course_lib._checks import (
     positive_int,
     probability,
 )
+from course_lib._devices import values_checkable
 
 if TYPE_CHECKING:
     from course_lib.cache import KeyValueCache
@@ -117,7 +118,9 @@ def _check_mask(mask: Tensor, scores_shape: torch.Size) -> Tensor:
             f"shape (..., L_q, L_k) = {tuple(scores_shape)}"
         )
     # A row with no allowed key would be softmax(-inf, ..., -inf) = 0/0 = NaN. Rows are checked
-    # on the mask as given (before broadcasting), which is cheap.
+    # on the mask as given (before broadcasting), which is cheap, where values can be read.
+    if not values_checkable(mask):
+        return mask
     empty_rows = ~mask.any(dim=-1)
     if empty_rows.any():
         first = tuple(int(i) for i in empty_rows.nonzero()[0])

@@ -26,7 +26,8 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from course_lib._checks import floating, integer_ids, positive_int, values_checkable
+from course_lib._checks import floating, integer_ids, positive_int
+from course_lib._devices import values_checkable
 
 __all__ = ["DecoderCache", "KeyValueCache", "LayerCache"]
 

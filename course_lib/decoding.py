@@ -27,7 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from course_lib._checks import floating, integer, positive_int, shape_of, values_checkable
+from course_lib._checks import floating, integer, positive_int, shape_of
+from course_lib._devices import multinomial, values_checkable
 from course_lib.transformer import Transformer
 
 __all__ = [
@@ -276,7 +277,9 @@ def sample(
         eos_id: the end-of-sequence id, or ``None``.
         max_new_tokens: the most tokens to append.
         temperature: a positive number; the scores are divided by it.
-        generator: the random generator of the draws (seed it for reproducible samples).
+        generator: the random generator of the draws (seed it for reproducible samples), on
+            any device: the draws are made on its device, so one seed draws the same numbers
+            wherever the model is.
         pad_id: what finished sequences receive.
 
     Returns:
@@ -289,7 +292,7 @@ def sample(
     for _ in range(max_new_tokens):
         scores = _next_scores(model, ids, eos_id, pad_id).float()
         probabilities = torch.softmax(scores / temperature, dim=-1)
-        drawn = torch.multinomial(probabilities, 1, generator=generator)
+        drawn = multinomial(probabilities, 1, generator)  # on the generator's device
         next_token = drawn[:, 0]
         ids, finished = _append(ids, next_token, finished, eos_id, pad_id)
         if finished.all():

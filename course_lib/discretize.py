@@ -23,6 +23,7 @@ import torch
 from torch import Tensor
 
 from course_lib._checks import integer, positive_int, shape_of
+from course_lib._devices import multinomial
 
 __all__ = [
     "Codebook",
@@ -218,8 +219,8 @@ def _kmeans_plus_plus(points: Tensor, k: int, generator: torch.Generator) -> Ten
         if closest.sum() > 0:
             weights = closest.double()
         else:  # every point already coincides with a centroid: any point will do
-            weights = torch.ones(n, dtype=torch.float64)
-        index = int(torch.multinomial(weights, 1, generator=generator))
+            weights = torch.ones(n, dtype=torch.float64, device=points.device)
+        index = int(multinomial(weights, 1, generator))  # drawn on the generator's device
         chosen.append(index)
         closest = torch.minimum(
             closest, _squared_distances(points, points[index : index + 1])[:, 0]

@@ -30,12 +30,16 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from course_lib._checks import integer, positive_int, shape_of
+from course_lib._devices import values_checkable
 
 __all__ = ["PatchEmbedding", "TokenEmbedding", "check_token_ids", "one_hot_lookup", "patchify"]
 
 
 def check_token_ids(ids: Tensor, vocab_size: int, name: str = "ids") -> None:
     """Raise unless ``ids`` is an integer tensor with every entry in ``[0, vocab_size)``.
+
+    The range is checked where the values can be read: not on the ``meta`` device, nor
+    while ``torch.compile`` traces (see :func:`course_lib._devices.values_checkable`).
 
     Raises:
         TypeError: if ``ids`` is not a tensor, or a floating-point, complex or bool tensor.
@@ -51,6 +55,8 @@ def check_token_ids(ids: Tensor, vocab_size: int, name: str = "ids") -> None:
             f"{name} must be an integer tensor of token ids (torch.long), got {ids.dtype}; "
             "ids index rows of the table, convert them with .long()"
         )
+    if not values_checkable(ids):
+        return
     outside = (ids < 0) | (ids >= vocab_size)
     if outside.any():
         where = tuple(int(i) for i in outside.nonzero()[0])

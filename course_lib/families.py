@@ -32,6 +32,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from course_lib._checks import integer, integer_ids, positive_int, probability, shape_of
+from course_lib._devices import uniform, values_checkable
 from course_lib.attention import causal_mask, padding_mask
 from course_lib.embeddings import TokenEmbedding, check_token_ids
 from course_lib.encoder import Encoder
@@ -203,7 +204,8 @@ def mask_tokens(
         ids: ``(batch, L)`` token ids.
         mask_id: the id of ``<mask>``.
         fraction: the share of tokens to hide.
-        generator: the random generator of the choice.
+        generator: the random generator of the choice, on any device (the draws are made
+            on its device and moved to that of ``ids``).
         pad_id: the padding id, never chosen.
         keep: other ids never chosen (e.g. ``<bos>``).
 
@@ -217,9 +219,9 @@ def mask_tokens(
     candidates = ids != pad_id
     for token in keep:
         candidates &= ids != token
-    if not candidates.any(dim=1).all():
+    if values_checkable(ids) and not candidates.any(dim=1).all():
         raise ValueError("every sequence needs at least one token that may be masked")
-    noise = torch.rand(ids.shape, generator=generator, device=ids.device)
+    noise = uniform(ids.shape, generator, ids.device)
     chosen = candidates & (noise < fraction)
     # at least one per sequence: the candidate with the smallest noise
     first = noise.masked_fill(~candidates, 2.0).argmin(dim=1)
@@ -332,7 +334,8 @@ def train_classifier(
     if not isinstance(labels, Tensor) or labels.shape != ids.shape[:1]:
         raise ValueError(f"labels must be a ({ids.size(0)},) tensor, got {shape_of(labels)}")
     classes = model.head.out_features
-    if labels.dtype.is_floating_point or labels.min() < 0 or labels.max() >= classes:
+    outside = values_checkable(labels) and bool((labels < 0).any() or (labels >= classes).any())
+    if labels.dtype.is_floating_point or outside:
         raise ValueError(f"labels must be integer class ids in [0, {classes})")
 
     def batch_loss(batch_ids: Tensor, batch_labels: Tensor) -> Tensor:

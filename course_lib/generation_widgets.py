@@ -21,6 +21,7 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
 
+from course_lib._devices import device_of
 from course_lib._html import block, color
 from course_lib._layout import control_row, fitting
 from course_lib.data import (
@@ -33,7 +34,7 @@ from course_lib.data import (
 )
 from course_lib.decoding import beam_search, sample
 from course_lib.families import DecoderOnlyModel
-from course_lib.plotting import plot_attention
+from course_lib.plotting import plot_attention, to_numpy
 from course_lib.translation import MAX_OUTPUT_TOKENS, NumberTranslator
 from course_lib.vocab import Vocabulary
 
@@ -190,7 +191,7 @@ class DecodingExplorer(widgets.VBox):
         vocab = self.translator.target_vocab
         src_ids = self.translator.source_ids([n])
         scorer = self.translator.scorer(src_ids)
-        ids = torch.full((1, 1), vocab.bos_id)
+        ids = torch.full((1, 1), vocab.bos_id, device=src_ids.device)
         rows = []
         with torch.no_grad():
             for step in range(1, MAX_OUTPUT_TOKENS + 1):
@@ -214,7 +215,7 @@ class DecodingExplorer(widgets.VBox):
         """An HTML table of beam search's hypotheses, best first, with their probabilities."""
         vocab = self.translator.target_vocab
         src_ids = self.translator.source_ids([n])
-        start = torch.full((1, 1), vocab.bos_id)
+        start = torch.full((1, 1), vocab.bos_id, device=src_ids.device)
         result = beam_search(self.translator.scorer(src_ids), start, vocab.eos_id,
                              MAX_OUTPUT_TOKENS, width)  # fmt: skip
         rows = []
@@ -277,7 +278,7 @@ class SamplingExplorer(widgets.VBox):
 
     def sentences(self, temperature: float, seed: int) -> list[tuple[list[str], bool]]:
         """``count`` sampled sentences and whether each ended with ``<eos>``."""
-        start = torch.full((self.count, 1), self.vocab.bos_id)
+        start = torch.full((self.count, 1), self.vocab.bos_id, device=device_of(self.model))
         ids = sample(self.model.next_token_scores, start, self.vocab.eos_id,
                      self.max_new_tokens, temperature,
                      torch.Generator().manual_seed(seed))  # fmt: skip
@@ -299,12 +300,13 @@ class SamplingExplorer(widgets.VBox):
             "(✓ grammatical, ✗ not)<br>" + "<br>".join(lines)
         )
         with torch.no_grad():
-            scores = self.model.next_token_scores(torch.tensor([[self.vocab.bos_id]]))[0]
+            bos = torch.full((1, 1), self.vocab.bos_id, device=device_of(self.model))
+            scores = self.model.next_token_scores(bos)[0]
         probabilities = torch.softmax(scores / temperature, -1)
         top = probabilities.topk(min(10, probabilities.numel()))
         fig, ax = plt.subplots(figsize=(7.2, 2.8))
         labels = [self.vocab.id_to_token(int(i)) for i in top.indices]
-        ax.bar(range(len(labels)), top.values.numpy())
+        ax.bar(range(len(labels)), to_numpy(top.values))
         ax.set_xticks(range(len(labels)), labels, rotation=30)
         ax.set_ylabel("probability")
         ax.set_title(f"the first word at temperature {temperature:.1f} (the likeliest)")

@@ -22,8 +22,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from course_lib._devices import device_of
 from course_lib._layout import control_row, fitting
 from course_lib.encoder import Encoder, EncoderLayer
+from course_lib.plotting import to_numpy
 from course_lib.transformer import Transformer
 from course_lib.vocab import Vocabulary
 
@@ -273,7 +275,7 @@ class TokenPathExplorer(widgets.VBox):
     def compute(self, sentence: str) -> tuple[list[str], list[Tensor], list[Tensor]]:
         """Stage names, the states ``(L, d_model)`` after each stage, and every layer's
         attention weights ``(heads, L, L)``."""
-        ids = torch.tensor([self.vocab.encode(_tokens(sentence))])
+        ids = torch.tensor([self.vocab.encode(_tokens(sentence))], device=device_of(self.encoder))
         x = self.embed(ids)
         names, states, weights = ["input"], [x[0]], []
         for number, layer in enumerate(self.encoder.layers, start=1):
@@ -336,7 +338,7 @@ class TokenPathExplorer(widgets.VBox):
         grid = fig.add_gridspec(num_layers + 1, 1, height_ratios=[path_height] + [1.6] * num_layers)
         ax_path = fig.add_subplot(grid[0, 0])
         limit = float(path.abs().max())
-        image = ax_path.imshow(path.numpy(), aspect="auto", cmap="RdBu_r", vmin=-limit,
+        image = ax_path.imshow(to_numpy(path), aspect="auto", cmap="RdBu_r", vmin=-limit,
                                vmax=limit)  # fmt: skip
         ax_path.set_yticks(range(len(names)), names)
         ax_path.set_xlabel("feature")
@@ -347,7 +349,7 @@ class TokenPathExplorer(widgets.VBox):
         for number, w in enumerate(weights):
             ax = fig.add_subplot(grid[number + 1, 0])
             for head in range(num_heads):
-                ax.bar(positions + (head - (num_heads - 1) / 2) * width, w[head, token].numpy(),
+                ax.bar(positions + (head - (num_heads - 1) / 2) * width, to_numpy(w[head, token]),
                        width, label=f"head {head + 1}")  # fmt: skip
             ax.set_ylim(0, 1.05)
             ax.set_xticks(positions, tokens if number == num_layers - 1 else [""] * len(tokens))
@@ -428,8 +430,9 @@ class DecoderExplorer(widgets.VBox):
         decoder's attention weights (one :class:`~course_lib.decoder.DecoderWeights` per
         layer)."""
         model = self.model
-        src = torch.tensor([self.src_vocab.encode(_tokens(source))])
-        tgt = torch.tensor([self.tgt_vocab.encode(_tokens(target), add_bos=True)])
+        device = device_of(model)
+        src = torch.tensor([self.src_vocab.encode(_tokens(source))], device=device)
+        tgt = torch.tensor([self.tgt_vocab.encode(_tokens(target), add_bos=True)], device=device)
         src_mask = model.source_mask(src)
         memory = model.encode(src, src_mask)
         states, weights = model.decoder(model.embed_target(tgt), memory,
@@ -472,7 +475,7 @@ class DecoderExplorer(widgets.VBox):
                 width = 0.8 / heads
                 x = np.arange(len(keys))
                 for head in range(heads):
-                    ax.bar(x + (head - (heads - 1) / 2) * width, rows[head].numpy(), width,
+                    ax.bar(x + (head - (heads - 1) / 2) * width, to_numpy(rows[head]), width,
                            label=f"head {head + 1}")  # fmt: skip
                 ax.set_xticks(x, keys)
                 ax.set_ylim(0, 1.05)
@@ -482,7 +485,7 @@ class DecoderExplorer(widgets.VBox):
                     ax.legend(fontsize="small", loc="upper right")
         ax = fig.add_subplot(grid[num_layers, :])
         vocabulary = self.tgt_vocab.tokens
-        ax.bar(np.arange(len(vocabulary)), probabilities[position].numpy(), color="C2")
+        ax.bar(np.arange(len(vocabulary)), to_numpy(probabilities[position]), color="C2")
         ax.set_xticks(np.arange(len(vocabulary)), vocabulary, rotation=90)  # <pad>, <bos>...
         ax.set_ylim(0, 1.05)
         ax.set_title(f"distribution of the token after position {position}", fontsize="medium")

@@ -219,9 +219,11 @@ def use_book_figures() -> None:
 
 
 def to_numpy(values: torch.Tensor | np.ndarray) -> np.ndarray:
-    """A detached CPU NumPy copy of a tensor (or the array itself)."""
+    """A detached CPU NumPy copy of a tensor (or the array itself); bfloat16, which NumPy
+    does not have, becomes float32."""
     if isinstance(values, torch.Tensor):
-        return values.detach().cpu().numpy()
+        values = values.detach().cpu()
+        return (values.float() if values.dtype == torch.bfloat16 else values).numpy()
     return np.asarray(values)
 
 

@@ -51,8 +51,8 @@ from course_lib._checks import (
     positive_int,
     probability,
     shape_of,
-    values_checkable,
 )
+from course_lib._devices import device_of, values_checkable
 
 __all__ = [
     "ProgressBar",
@@ -168,6 +168,15 @@ def _check_smoothing(epsilon: object) -> float:
     return epsilon
 
 
+def _check_class_ids(labels: Tensor, num_classes: int) -> None:
+    if labels.dtype.is_floating_point or labels.dtype == torch.bool:
+        raise TypeError(f"labels must be integer class ids, got dtype {labels.dtype}")
+    if not values_checkable(labels) or not labels.numel():
+        return
+    if labels.min() < 0 or labels.max() >= num_classes:
+        raise ValueError(f"labels must be in [0, {num_classes}), got values outside")
+
+
 def smoothed_targets(
     labels: Tensor, num_classes: int, epsilon: float, dtype: torch.dtype | None = None
 ) -> Tensor:
@@ -189,10 +198,7 @@ def smoothed_targets(
     num_classes = positive_int("num_classes", num_classes)
     epsilon = _check_smoothing(epsilon)
     check_tensor("labels", labels)
-    if labels.dtype.is_floating_point or labels.dtype == torch.bool:
-        raise TypeError(f"labels must be integer class ids, got dtype {labels.dtype}")
-    if labels.numel() and (labels.min() < 0 or labels.max() >= num_classes):
-        raise ValueError(f"labels must be in [0, {num_classes}), got values outside")
+    _check_class_ids(labels, num_classes)
     one_hot = F.one_hot(labels, num_classes).to(dtype or torch.get_default_dtype())  # (*, classes)
     return (1 - epsilon) * one_hot + epsilon / num_classes
 
@@ -217,9 +223,11 @@ def label_smoothed_loss(
     _check_logits(logits, labels)
     _check_labels(labels, logits.size(-1), pad_id)
     real = torch.ones_like(labels, dtype=torch.bool) if pad_id is None else labels != pad_id
-    log_p = torch.log_softmax(logits[real], dim=-1)  # (N, num_classes): the real positions only
-    target = smoothed_targets(labels[real], logits.size(-1), epsilon, log_p.dtype)  # (N, classes)
-    return -(target * log_p).sum(dim=-1).mean()
+    log_p = torch.log_softmax(logits, dim=-1)  # (batch, L, K)
+    classes = labels.masked_fill(~real, 0)  # any class at padding: it does not count
+    target = smoothed_targets(classes, logits.size(-1), epsilon, log_p.dtype)  # (batch, L, K)
+    loss = -(target * log_p).sum(dim=-1)  # (batch, L): one value per position
+    return (loss * real).sum() / real.sum()  # the mean over the real positions
 
 
 def smoothed_loss_minimum(num_classes: int, epsilon: float) -> float:
@@ -370,6 +378,94 @@ def _check_data(data: Sequence[Tensor]) -> tuple[Tensor, ...]:
     return data
 
 
+AUTOCAST_DTYPES = (torch.bfloat16, torch.float16)
+"""The values of ``fit(autocast=...)`` besides ``None``."""
+
+_PURE_FLOAT16 = (
+    "the model's parameters are float16, and Adam cannot train them in float16: its eps "
+    "(1e-8) and the squares of small gradients round to 0 (float16 holds nothing between 0 "
+    "and 6e-8), an update divides by 0, and the loss is NaN after one step. Keep the "
+    "parameters float32 (model.float()) and train with mixed precision, "
+    "fit(..., autocast=torch.float16) (with loss scaling) or autocast=torch.bfloat16; or "
+    "convert the model to bfloat16 (model.to(torch.bfloat16)), which has float32's range"
+)
+
+
+def _check_precision(model: nn.Module, autocast: object) -> torch.dtype | None:
+    """``autocast`` if it suits ``model``'s parameters; refuses pure float16 training."""
+    if autocast is not None and autocast not in AUTOCAST_DTYPES:
+        raise ValueError(
+            f"autocast must be None, torch.bfloat16 or torch.float16, got {autocast!r}"
+        )
+    dtypes = {p.dtype for p in model.parameters() if p.requires_grad}
+    if torch.float16 in dtypes:
+        raise TypeError(_PURE_FLOAT16)
+    if autocast is not None and dtypes - {torch.float32}:
+        raise TypeError(
+            f"autocast={autocast} computes in {autocast} while the parameters stay float32, "
+            f"but the model's parameters are {sorted(map(str, dtypes))}; convert it with "
+            "model.float() first"
+        )
+    return autocast  # type: ignore[return-value]
+
+
+def _grad_scaler(device_type: str) -> Any:
+    if hasattr(torch.amp, "GradScaler"):  # torch >= 2.3
+        return torch.amp.GradScaler(device_type)
+    if device_type == "cuda":
+        return torch.cuda.amp.GradScaler()
+    raise ValueError(
+        "autocast=torch.float16 needs loss scaling, which torch < 2.3 offers on CUDA only; "
+        "use autocast=torch.bfloat16"
+    )
+
+
+class _Precision:
+    """The number format of :func:`fit`: the parameters' own, or mixed precision.
+
+    With ``autocast`` (bfloat16 or float16) the forward pass and the loss run under
+    ``torch.autocast`` on the model's device: matrix products in the half precision, the
+    parameters, their gradients and Adam's state in float32. float16 spans only 6e-8 to
+    65504, so small gradients would round to 0: the loss is multiplied by a large factor
+    before the backward pass and the gradients divided by it before the step
+    (``GradScaler``, which also skips a step whose gradients overflowed). bfloat16 has the
+    range of float32 and needs no scaling.
+    """
+
+    def __init__(self, model: nn.Module, autocast: object) -> None:
+        self.device = device_of(model)
+        self.dtype = _check_precision(model, autocast)
+        self.scaler = _grad_scaler(self.device.type) if self.dtype == torch.float16 else None
+
+    def forward(self) -> contextlib.AbstractContextManager:
+        """The context of the forward pass and the loss."""
+        if self.dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=self.dtype)
+
+    def scale(self, loss: Tensor) -> Tensor:
+        """The loss to differentiate: scaled up under float16 autocast."""
+        return loss if self.scaler is None else self.scaler.scale(loss)
+
+    def step(self, optimizer: torch.optim.Optimizer) -> None:
+        """``optimizer.step()``, on unscaled gradients."""
+        if self.scaler is None:
+            optimizer.step()
+            return
+        self.scaler.step(optimizer)  # skipped if a gradient is inf or NaN
+        self.scaler.update()
+
+
+def _batch(data: tuple[Tensor, ...], rows: Tensor, device: torch.device) -> list[Tensor]:
+    """The ``rows`` of every tensor of ``data``, on ``device`` (the data may stay elsewhere)."""
+    return [t[rows.to(t.device)].to(device) for t in data]
+
+
+def _loss_value(loss: Tensor) -> float:
+    """The loss as a number; NaN on the ``meta`` device, which has shapes and no values."""
+    return math.nan if loss.device.type == "meta" else loss.item()
+
+
 def fit(
     model: nn.Module,
     data: Sequence[Tensor],
@@ -384,6 +480,7 @@ def fit(
     progress: bool | Callable[[int, int, float, float], None] = False,
     schedule: Callable[[torch.optim.Optimizer, int], Any] | None = None,
     adam_eps: float = 1e-8,
+    autocast: torch.dtype | None = None,
 ) -> TrainingHistory:
     """The training loop: shuffled mini-batches, a loss, its gradient, an Adam step.
 
@@ -391,7 +488,8 @@ def fit(
     mini-batch ``batch_loss(*rows)`` gives the loss (``rows`` are the batch's rows of every
     tensor in ``data``), and Adam (betas 0.9 and 0.98, as in the original paper) takes one
     step at the learning rate of :func:`warmup_then_decay`. The model is left in ``eval()``
-    mode.
+    mode. The data may stay on the CPU: each mini-batch goes to the device of the model's
+    parameters.
 
     Args:
         model: the module whose parameters are trained.
@@ -410,11 +508,22 @@ def fit(
             ``warmup_fraction``); e.g. ``lambda opt, total: transformer_scheduler(opt, 64)``
             with ``learning_rate=1.0`` for the paper's schedule.
         adam_eps: Adam's ``eps`` (PyTorch's default 1e-8; the paper used 1e-9).
+        autocast: ``None`` to compute in the parameters' dtype, or ``torch.bfloat16`` or
+            ``torch.float16`` for mixed precision: the loss is computed under
+            ``torch.autocast`` on the model's device while the parameters stay float32,
+            with loss scaling for float16 (see :class:`_Precision`).
 
     Returns:
-        The :class:`TrainingHistory`.
+        The :class:`TrainingHistory` (on the ``meta`` device, whose tensors have no values,
+        every loss is NaN).
+
+    Raises:
+        TypeError: for a model with float16 parameters, which Adam turns into NaN after one
+            step (train float32 parameters with ``autocast=torch.float16`` instead, or
+            bfloat16 ones).
     """
     data = _check_data(data)
+    precision = _Precision(model, autocast)  # refuses float16 parameters
     count = data[0].size(0)
     epochs = positive_int("epochs", epochs)
     batch_size = positive_int("batch_size", batch_size)
@@ -432,7 +541,8 @@ def fit(
     order = torch.Generator().manual_seed(integer("seed", seed))
     history = TrainingHistory(steps_per_epoch=steps_per_epoch)
     started = time.perf_counter()
-    with threads(num_threads), torch.random.fork_rng(devices=[]):
+    gpus = [precision.device] if precision.device.type == "cuda" else []
+    with threads(num_threads), torch.random.fork_rng(devices=gpus):
         torch.manual_seed(seed)  # dropout draws, if any
         model.train()
         for epoch in range(epochs):
@@ -440,13 +550,15 @@ def fit(
             epoch_loss = 0.0
             for number, start in enumerate(range(0, count, batch_size)):
                 rows = permutation[start : start + batch_size]
-                loss = batch_loss(*(t[rows] for t in data))
+                with precision.forward():
+                    loss = batch_loss(*_batch(data, rows, precision.device))
                 optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
+                precision.scale(loss).backward()
+                precision.step(optimizer)
                 scheduler.step()
-                history.step_losses.append(loss.item())
-                epoch_loss += loss.item()
+                value = _loss_value(loss)
+                history.step_losses.append(value)
+                epoch_loss += value
                 if progress:
                     step = epoch * steps_per_epoch + number + 1
                     seconds = time.perf_counter() - started

@@ -21,6 +21,7 @@ import torch
 from torch import Tensor
 
 from course_lib._checks import integer
+from course_lib._devices import device_of
 from course_lib.data import (
     MAX_NUMBER,
     english_number_name,
@@ -174,7 +175,8 @@ class NumberTranslator:
     # ----------------------------------------------------------------------- inputs
 
     def source_ids(self, numbers_or_names: Sequence[int | str]) -> Tensor:
-        """``(batch, L_s)`` padded source ids of numbers (0..9999) or English names.
+        """``(batch, L_s)`` padded source ids of numbers (0..9999) or English names, made on the
+        model's device.
 
         A name may be written as a student would type it: any capitals, spaces for the
         hyphen, extra spaces, "and" (``"One hundred and twenty one"``), or digits
@@ -188,7 +190,7 @@ class NumberTranslator:
             raise ValueError("nothing to translate: the list is empty")
         rows = [self.source_vocab.encode(number_tokens(name)) for name in names]
         ids, _ = pad_batch(rows, self.source_vocab.pad_id)
-        return ids
+        return ids.to(device_of(self.model))
 
     def _names(self, ids: Tensor) -> list[str]:
         """The Spanish names of generated ids ``(batch, t)``: up to ``<eos>``, specials out."""
@@ -209,7 +211,7 @@ class NumberTranslator:
         """``(batch, t)`` target ids, ``<bos>`` first: greedy (``beam_width=1``) or the best
         hypothesis of beam search."""
         self.model.eval()
-        start = torch.full((src_ids.size(0), 1), self.target_vocab.bos_id)
+        start = torch.full((src_ids.size(0), 1), self.target_vocab.bos_id, device=src_ids.device)
         scorer = self.scorer(src_ids, use_cache)
         eos = self.target_vocab.eos_id
         if beam_width == 1:
@@ -297,7 +299,8 @@ class NumberTranslator:
         (:func:`course_lib.data.number_alignment`): 1.0 is a perfect word alignment.
         """
         numbers = list(numbers)
-        src_ids, tgt_ids = number_pairs(numbers, self.source_vocab, self.target_vocab)
+        pairs = number_pairs(numbers, self.source_vocab, self.target_vocab)
+        src_ids, tgt_ids = (ids.to(device_of(self.model)) for ids in pairs)
         decoder_input = tgt_ids[:, :-1]
         src_mask = self.model.source_mask(src_ids)
         memory = self.model.encode(src_ids, src_mask)

@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from course_lib._checks import integer, positive_int
+from course_lib._devices import multinomial, values_checkable
 from course_lib.embeddings import TokenEmbedding, check_token_ids
 from course_lib.training import threads
 from course_lib.vocab import Vocabulary
@@ -193,7 +194,8 @@ def noise_distribution(counts: Tensor, power: float = 0.75) -> Tensor:
         ``(vocab_size,)`` probabilities summing to 1 (float64).
     """
     counts = torch.as_tensor(counts, dtype=torch.float64)
-    if counts.dim() != 1 or (counts < 0).any() or counts.sum() <= 0:
+    values_wrong = values_checkable(counts) and bool((counts < 0).any() or counts.sum() <= 0)
+    if counts.dim() != 1 or values_wrong:
         raise ValueError(
             "counts must be a 1-D tensor of non-negative counts, not all zero; got "
             f"shape {tuple(counts.shape)}"
@@ -298,9 +300,8 @@ class _Word2Vec(nn.Module):
             )
         negatives = positive_int("negatives", negatives)
         batch = targets.size(0)
-        noise_ids = torch.multinomial(
-            noise, batch * negatives, replacement=True, generator=generator
-        ).view(batch, negatives)
+        drawn = multinomial(noise, batch * negatives, generator, replacement=True)
+        noise_ids = drawn.view(batch, negatives).to(targets.device)
         return negative_sampling_loss(
             hidden, self.output_embeddings(targets), self.output_embeddings(noise_ids)
         )
@@ -590,6 +591,6 @@ def pca_2d(embeddings: Tensor) -> Tensor:
     _, _, vh = torch.linalg.svd(centred, full_matrices=False)
     coords = centred @ vh[:2].T  # (n, 2)
     largest = coords.abs().argmax(dim=0)  # (2,)
-    signs = torch.sign(coords[largest, torch.arange(2)])
+    signs = torch.sign(coords[largest, torch.arange(2, device=coords.device)])
     signs[signs == 0] = 1.0
     return (coords * signs).to(embeddings.dtype)
