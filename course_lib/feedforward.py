@@ -21,9 +21,20 @@ from torch import Tensor, nn
 
 from course_lib._checks import positive_int, probability
 
-__all__ = ["ACTIVATIONS", "FeedForward", "activation_of", "copy_linear"]
+__all__ = ["ACTIVATIONS", "FeedForward", "activation_of", "copy_linear", "gelu_tanh"]
 
-ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu}
+
+def gelu_tanh(x: Tensor) -> Tensor:
+    """GELU's tanh approximation, ``x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``: the GELU
+    of GPT-2 (Hugging Face's ``"gelu_new"``), within ``1e-3`` of the exact ``F.gelu``."""
+    return F.gelu(x, approximate="tanh")
+
+
+ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "gelu_tanh": gelu_tanh,
+}
 
 
 class FeedForward(nn.Module):
@@ -34,7 +45,8 @@ class FeedForward(nn.Module):
         d_ff: size of the hidden layer (the paper uses ``4 * d_model``).
         dropout: probability of dropping hidden units in training (after the activation, as
             in ``nn.TransformerEncoderLayer``).
-        activation: ``"relu"`` (the paper's) or ``"gelu"`` (BERT's and GPT's).
+        activation: ``"relu"`` (the paper's), ``"gelu"`` (BERT's) or ``"gelu_tanh"``, the tanh
+            approximation of GELU (GPT-2's, :func:`gelu_tanh`).
         bias: whether the two linear maps have biases ``b_1`` and ``b_2``.
 
     Shape:
