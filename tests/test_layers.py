@@ -90,7 +90,11 @@ def test_feed_forward_dropout_acts_in_training_only():
 @pytest.mark.parametrize(
     "kwargs, error, message",
     [
-        ({"activation": "tanh"}, ValueError, r"activation must be one of \['gelu', 'relu'\]"),
+        (
+            {"activation": "tanh"},
+            ValueError,
+            r"activation must be one of \['gelu', 'gelu_tanh', 'relu'\]",
+        ),
         ({"d_ff": 0}, ValueError, "d_ff must be a positive integer, got 0"),
         ({"dropout": 1.0}, ValueError, r"dropout must be a probability in \[0, 1\)"),
     ],
