@@ -258,7 +258,10 @@ def bert_weight_links(num_layers: int, tied: bool = True) -> list[WeightLink]:
     links += _affine(f"{head}.transform.LayerNorm", "head_transform.norm")
     if not tied:
         links.append(WeightLink(f"{head}.decoder.weight", ("output.weight",)))
-    links.append(WeightLink(f"{head}.bias", ("output.bias",)))  # the decoder's bias
+    # The decoder's bias is also kept as cls.predictions.bias: one tensor when tied, two when
+    # not; the decoder's is the one that computes, so it is read last.
+    links.append(WeightLink(f"{head}.bias", ("output.bias",)))
+    links.append(WeightLink(f"{head}.decoder.bias", ("output.bias",)))
     return links
 
 
