@@ -21,6 +21,12 @@ an encoder, trained on labelled sequences, starting either from a pre-trained
 
 Positions are the sinusoidal encoding of the original paper or, as in BERT and GPT-2, a
 learned table (:class:`LearnedPositions`).
+
+The published models differ from the course's defaults in a few choices, each a keyword
+option (see :class:`EncoderOnlyModel`): embeddings not multiplied by ``sqrt(d_model)``,
+GELU's tanh form, biases or none, the ``eps`` of the norms, and BERT's token types,
+embedding norm, head transform and pooler. With them, ``DecoderOnlyModel.from_hf`` and
+``EncoderOnlyModel.from_hf`` load a Hugging Face GPT-2 and BERT (:mod:`course_lib.huggingface`).
 """
 
 from __future__ import annotations
