@@ -145,7 +145,9 @@ def gpt2_settings(config: Any) -> dict[str, Any]:
         "norm_first": True,
         "activation": activation,
         "max_len": config.n_positions,
-        "pad_id": config.pad_token_id,
+        # GPT-2 never masks a token by its id (fine-tuned copies often set pad = eos, a real
+        # token): attention masks are the caller's, so ours masks nothing either.
+        "pad_id": None,
         "positions": "learned",
         "tie_embeddings": bool(config.tie_word_embeddings),
         "scale_embeddings": False,
@@ -160,7 +162,9 @@ def gpt2_from_hf(model: Any) -> DecoderOnlyModel:
 
     Its dtype, device and train/eval mode are taken over. (Dropout in training is placed as
     in the course's layers, which also drop the feed-forward network's hidden units; so only
-    evaluation-mode outputs are the same.)
+    evaluation-mode outputs are the same.) Our model has no ``pad_id``: like GPT-2, it
+    attends to every token it is given (the config's ``pad_token_id``, often the
+    end-of-text id, is a real token).
 
     Raises:
         TypeError: if ``model`` is not a ``GPT2LMHeadModel``.
@@ -170,7 +174,7 @@ def gpt2_from_hf(model: Any) -> DecoderOnlyModel:
     settings = gpt2_settings(model.config)
     _check_tied(model, settings["tie_embeddings"], "lm_head.weight", "transformer.wte.weight")
     links = gpt2_weight_links(settings["num_layers"], settings["tie_embeddings"])
-    return _copy_from_hf(DecoderOnlyModel(**settings), model, links)
+    return _copy_from_hf(DecoderOnlyModel, settings, model, links)
 
 
 def gpt2_to_hf(model: DecoderOnlyModel) -> Any:
@@ -327,7 +331,7 @@ def bert_from_hf(model: Any) -> EncoderOnlyModel:
         "bert.embeddings.word_embeddings.weight",
     )
     links = bert_weight_links(settings["num_layers"], settings["tie_embeddings"])
-    return _copy_from_hf(EncoderOnlyModel(**settings), model, links)
+    return _copy_from_hf(EncoderOnlyModel, settings, model, links)
 
 
 def bert_to_hf(model: EncoderOnlyModel) -> Any:
@@ -387,11 +391,23 @@ def _bert_differences(model: EncoderOnlyModel) -> list[str]:
 # --------------------------------------------------------------------------- copying
 
 
-def _copy_from_hf(ours: nn.Module, hf: nn.Module, links: list[WeightLink]) -> Any:
-    """Copy every linked Hugging Face tensor into ``ours`` (on ``hf``'s dtype and device)."""
+def _copy_from_hf(
+    kind: type[nn.Module], settings: dict[str, Any], hf: nn.Module, links: list[WeightLink]
+) -> Any:
+    """A ``kind(**settings)`` holding every linked Hugging Face tensor, on ``hf``'s dtype and
+    device.
+
+    The model is made on the ``meta`` device and given memory without drawing random
+    weights (GPT-2 small has 124 million of them), since every one is then overwritten.
+    """
     source = hf.state_dict()
     reference = source[links[0].hf]
-    ours = ours.to(device=reference.device, dtype=reference.dtype)
+    with torch.device("meta"):
+        ours = kind(**settings).to(dtype=reference.dtype)
+    ours = ours.to_empty(device=reference.device)
+    if settings["tie_embeddings"]:  # to_empty gives each use of a shared tensor its own
+        ours.output.weight = ours.embedding.weight
+    written = set()
     with torch.no_grad():
         for link in links:
             tensor = source[link.hf]
@@ -399,6 +415,10 @@ def _copy_from_hf(ours: nn.Module, hf: nn.Module, links: list[WeightLink]) -> An
                 tensor = tensor.t()  # Conv1D (d_in, d_out) -> Linear (d_out, d_in)
             for name, part in zip(link.ours, tensor.chunk(len(link.ours)), strict=True):
                 ours.get_parameter(name).copy_(part)
+                written.add(name)
+    missed = {name for name, _ in ours.named_parameters()} - written
+    if missed:  # a parameter the links do not name would hold whatever was in memory
+        raise RuntimeError(f"the conversion left parameters unset: {sorted(missed)}")
     return ours.train(hf.training)
 
 

@@ -99,6 +99,16 @@ def test_gpt2_to_hf_and_back_keeps_every_weight_and_the_logits(dtype):
         assert largest_difference(back(ids).logits, hf(ids).logits) < TOLERANCE[dtype]
 
 
+def test_a_gpt2_pad_token_id_masks_nothing_as_in_transformers():
+    hf = hf_gpt2(torch.float64, pad_token_id=5)  # fine-tuned copies often set pad = eos
+    ours = DecoderOnlyModel.from_hf(hf)
+    assert ours.pad_id is None
+    ids = token_ids()
+    ids[:, 3] = 5
+    with torch.no_grad():
+        assert largest_difference(ours(ids), hf(ids).logits) < 1e-10
+
+
 def test_a_model_built_with_gpt2s_options_converts_to_transformers():
     torch.manual_seed(0)
     ours = (
