@@ -387,3 +387,43 @@ def test_course_lib_does_not_import_transformers():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.stdout.strip() == "False", result.stderr
+
+
+class _FakeTokenizer:
+    """Stands in for GPT-2's tokenizer: one id per character, within the small vocabulary."""
+
+    eos_token_id = 0
+
+    def encode(self, text):
+        return [1 + ord(ch) % (VOCAB - 1) for ch in text]
+
+    def decode(self, ids):
+        return " ".join(str(int(i)) for i in ids)
+
+
+def test_the_chapters_download_cell_runs_with_the_hub_replaced_by_a_small_model(
+    monkeypatch, capsys
+):
+    """The cell tagged skip-execution in "Model families" is never run by the tests; here it
+    runs with from_pretrained answered by a small random model instead of the hub."""
+    import nbformat
+
+    from conftest import CHAPTERS
+    from course_lib.decoding import sample
+
+    notebook = nbformat.read(CHAPTERS / "model-families.ipynb", as_version=4)
+    (cell,) = [c for c in notebook.cells if "from_pretrained(" in c.source]
+    small = hf_gpt2(n_positions=64)
+    monkeypatch.setattr(transformers.GPT2LMHeadModel, "from_pretrained", lambda name: small)
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lambda n: _FakeTokenizer())
+    namespace = {
+        "torch": torch,
+        "DecoderOnlyModel": DecoderOnlyModel,
+        "greedy_decode": greedy_decode,
+        "sample": sample,
+        "count": lambda *modules: sum(p.numel() for m in modules for p in m.parameters()),
+    }
+    exec(compile(cell.source, "download-cell", "exec"), namespace)
+    printed = capsys.readouterr().out
+    assert "greedy: " in printed and "sampled:" in printed
+    assert float(printed.rsplit(":", 1)[1]) < 1e-5  # the largest difference of the logits
