@@ -4,19 +4,17 @@ only) on small random models. Nothing is downloaded."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
 import pytest
 import torch
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-transformers = pytest.importorskip("transformers")
+from course_lib.decoding import greedy_decode
+from course_lib.families import DecoderOnlyModel, EncoderOnlyModel
+from course_lib.huggingface import gpt2_weight_links
 
-from course_lib.decoding import greedy_decode  # noqa: E402
-from course_lib.families import DecoderOnlyModel, EncoderOnlyModel  # noqa: E402
-from course_lib.huggingface import gpt2_weight_links  # noqa: E402
+transformers = pytest.importorskip("transformers")  # offline: conftest.py sets HF_HUB_OFFLINE
 
 TOLERANCE = {torch.float32: 1e-5, torch.float64: 1e-10}
 VOCAB = 97
