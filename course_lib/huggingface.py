@@ -16,8 +16,9 @@ give different numbers), builds our model with the same settings and copies ever
 keeping the dtype, the device and the train/eval mode. ``to_hf`` does the reverse (biases our
 model does not have, ``bias=False``, become zeros, which compute the same). Our model then
 returns, for token ids ``(batch, L)``, the logits ``(batch, L, vocab_size)`` that the Hugging
-Face model returns as ``.logits``. (BERT's padding: our model masks its ``pad_id`` tokens
-itself; give the Hugging Face model ``attention_mask=(ids != pad_id)`` for the same.)
+Face model returns as ``.logits``. (Padding: our model masks the tokens of its ``pad_id``
+itself, BERT's ``[PAD]`` for one; give the Hugging Face model ``attention_mask=(ids !=
+pad_id)`` for the same. GPT-2 has no padding id.)
 
 ``transformers`` is not a dependency of ``course_lib``: ``to_hf`` imports it when it is
 called, and ``from_hf`` is handed a model, so it is there. Nothing here downloads anything.
@@ -183,10 +184,13 @@ def gpt2_to_hf(model: DecoderOnlyModel) -> Any:
     ``model`` must have GPT-2's architecture: learned positions, unscaled embeddings, pre-norm
     layers with a final norm, no token types, no embedding norm, no output bias. Biases it
     lacks (``bias=False``) become zeros. The config's ``bos_token_id`` and ``eos_token_id`` stay
-    GPT-2's (50256) when the vocabulary holds that id, and are None otherwise.
+    GPT-2's (50256) when the vocabulary holds that id, and are None otherwise. A model with a
+    ``pad_id`` masks its padding itself; give the Hugging Face model
+    ``attention_mask=(ids != pad_id)`` for the same logits.
 
     Raises:
         ImportError: if ``transformers`` is not installed.
+        TypeError: if ``model`` is not a :class:`DecoderOnlyModel`.
         ValueError: for a model that GPT-2 cannot represent, naming what differs.
     """
     transformers = _import_transformers()
@@ -344,6 +348,7 @@ def bert_to_hf(model: EncoderOnlyModel) -> Any:
 
     Raises:
         ImportError: if ``transformers`` is not installed.
+        TypeError: if ``model`` is not an :class:`EncoderOnlyModel`.
         ValueError: for a model that BERT cannot represent, naming what differs.
     """
     transformers = _import_transformers()
@@ -459,8 +464,8 @@ def _import_transformers() -> Any:
         import transformers
     except ImportError as error:
         raise ImportError(
-            "to_hf needs Hugging Face transformers, which course_lib does not install: "
-            "pip install transformers"
+            "converting from and to Hugging Face needs transformers, which course_lib does "
+            "not install: pip install transformers"
         ) from error
     return transformers
 
