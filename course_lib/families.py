@@ -234,7 +234,8 @@ class _OneStackModel(nn.Module):
         return x
 
     def hidden_states(self, ids: Tensor, token_type_ids: Tensor | None = None) -> Tensor:
-        """The last layer's vector at every position: ``(batch, L, d_model)``."""
+        """The last layer's vector at every position: ``(batch, L, d_model)``, for ``ids``
+        ``(batch, L)`` (and ``token_type_ids`` of the same shape, see :meth:`forward`)."""
         if not isinstance(ids, Tensor) or ids.dim() != 2 or ids.size(1) == 0:
             shape = shape_of(ids)
             raise ValueError(f"ids must be a (batch, L) tensor of token ids, got {shape}")
