@@ -101,10 +101,8 @@ class EncoderLayer(nn.Module):
             feed-forward network (not in the paper).
         norm_first: False for post-norm ``LayerNorm(x + sublayer(x))`` (the paper's),
             True for pre-norm ``x + sublayer(LayerNorm(x))``.
-        activation: of the feed-forward network, ``"relu"``, ``"gelu"`` or ``"gelu_tanh"``.
+        activation: of the feed-forward network, ``"relu"`` or ``"gelu"``.
         layer_norm_eps: the ``eps`` of both layer normalizations.
-        bias: whether the attention's and the feed-forward network's linear maps and the
-            layer normalizations have biases (False: none has, as in nanoGPT's option).
 
     Shape:
         ``forward(x, mask)``: ``x`` is ``(batch, L, d_model)``; the result has the same shape.
@@ -119,16 +117,15 @@ class EncoderLayer(nn.Module):
         norm_first: bool = False,
         activation: str = "relu",
         layer_norm_eps: float = 1e-5,
-        bias: bool = True,
     ) -> None:
         super().__init__()
         self.d_model = positive_int("d_model", d_model)
         dropout = probability("dropout", dropout)
         self.norm_first = bool(norm_first)
-        self.self_attention = MultiHeadAttention(d_model, num_heads, dropout, bias=bias)
-        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation, bias=bias)
-        self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.self_attention = MultiHeadAttention(d_model, num_heads, dropout)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
+        self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
 
@@ -223,8 +220,8 @@ class Encoder(nn.Module):
 
     Args:
         num_layers: the number of layers ``N`` (6 in the paper).
-        d_model, num_heads, d_ff, dropout, norm_first, activation, layer_norm_eps, bias: of
-            every layer (see :class:`EncoderLayer`); ``bias`` also of the final norm.
+        d_model, num_heads, d_ff, dropout, norm_first, activation, layer_norm_eps: of every
+            layer (see :class:`EncoderLayer`).
         final_norm: apply a layer normalization to the last layer's output. ``None`` (the
             default) means "if ``norm_first``": a pre-norm stack ends with an addition and
             needs it; a post-norm layer already ends with a norm. (``nn.Transformer`` adds
@@ -246,15 +243,14 @@ class Encoder(nn.Module):
         final_norm: bool | None = None,
         activation: str = "relu",
         layer_norm_eps: float = 1e-5,
-        bias: bool = True,
     ) -> None:
         super().__init__()
         num_layers = positive_int("num_layers", num_layers)
         self.d_model = positive_int("d_model", d_model)
         settings = (d_model, num_heads, d_ff, dropout, norm_first, activation, layer_norm_eps)
-        self.layers = nn.ModuleList(EncoderLayer(*settings, bias=bias) for _ in range(num_layers))
+        self.layers = nn.ModuleList(EncoderLayer(*settings) for _ in range(num_layers))
         final_norm = norm_first if final_norm is None else final_norm
-        self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias) if final_norm else None
+        self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if final_norm else None
 
     @classmethod
     def from_torch(cls, encoder: nn.TransformerEncoder) -> Encoder:

@@ -52,6 +52,7 @@ __all__ = [
     "MaskedLMHeadTransform",
     "Pooler",
     "SequenceClassifier",
+    "drop_biases",
     "mask_tokens",
     "train_causal_lm",
     "train_classifier",
@@ -87,6 +88,14 @@ class LearnedPositions(nn.Module):
             )
         positions = torch.arange(start, end, device=x.device)
         return self.dropout(x + self.table(positions))
+
+
+def drop_biases(module: nn.Module) -> None:
+    """Remove the bias of every ``nn.Linear`` and ``nn.LayerNorm`` inside ``module``, in place:
+    ``x W^T`` and ``gain * normalized(x)`` remain (nanoGPT's ``bias=False``)."""
+    for part in module.modules():
+        if isinstance(part, (nn.Linear, nn.LayerNorm)) and part.bias is not None:
+            part.bias = None  # F.linear and F.layer_norm take no bias then
 
 
 class MaskedLMHeadTransform(nn.Module):
@@ -197,8 +206,9 @@ class _OneStackModel(nn.Module):
             final_norm=final_norm,
             activation=activation,
             layer_norm_eps=layer_norm_eps,
-            bias=bias,
         )
+        if not bias:
+            drop_biases(self.encoder)
         self.head_transform = None
         if head_transform:
             self.head_transform = MaskedLMHeadTransform(d_model, activation, layer_norm_eps, bias)
