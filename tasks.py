@@ -51,6 +51,7 @@ def run(*command: str | Path, **kwargs) -> None:
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     env["VIRTUAL_ENV"] = str(VENV)
     env.setdefault("PYTHONHASHSEED", "0")
+    env.setdefault("HF_HUB_OFFLINE", "1")  # nothing from the Hugging Face hub at test time
     env.pop("PYTHONHOME", None)
     result = subprocess.run([str(part) for part in command], cwd=ROOT, env=env, **kwargs)
     if result.returncode != 0:
@@ -157,6 +158,7 @@ def execute(paths: list[str]) -> None:
     if not in_venv():
         run(VENV_PYTHON, __file__, "execute", *paths)
         return
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the kernels download nothing either
     notebooks = [Path(p).resolve() for p in paths] or sorted(CHAPTERS.glob("*.ipynb"))
     for path in notebooks:
         seconds = execute_notebook(path)

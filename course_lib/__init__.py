@@ -27,7 +27,10 @@ Modules, one concept each:
 - :mod:`course_lib.translation` -- the English-to-Spanish number translator and its
   shipped checkpoint;
 - :mod:`course_lib.families` -- encoder-only (BERT-like) and decoder-only (GPT-like) models,
-  masked-token and next-token training, a classification head for fine-tuning;
+  masked-token and next-token training, a classification head for fine-tuning, and the
+  options of GPT-2 and BERT;
+- :mod:`course_lib.huggingface` -- GPT-2 and BERT from and to Hugging Face ``transformers``
+  (which course_lib does not require): the names and shapes of their weights, mapped to ours;
 - :mod:`course_lib.recurrence` -- an RNN stepping through a sequence against self-attention:
   outputs, operation counts and timings;
 - :mod:`course_lib.discretize` -- a signal to tokens: frames, a k-means codebook, overlap-add;

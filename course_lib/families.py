@@ -21,6 +21,12 @@ an encoder, trained on labelled sequences, starting either from a pre-trained
 
 Positions are the sinusoidal encoding of the original paper or, as in BERT and GPT-2, a
 learned table (:class:`LearnedPositions`).
+
+The published models differ from the course's defaults in a few choices, each a keyword
+option (see :class:`EncoderOnlyModel`): embeddings not multiplied by ``sqrt(d_model)``,
+GELU's tanh form, biases or none, the ``eps`` of the norms, and BERT's token types,
+embedding norm, head transform and pooler. With them, ``DecoderOnlyModel.from_hf`` and
+``EncoderOnlyModel.from_hf`` load a Hugging Face GPT-2 and BERT (:mod:`course_lib.huggingface`).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from course_lib._devices import uniform, values_checkable
 from course_lib.attention import causal_mask, padding_mask
 from course_lib.embeddings import TokenEmbedding, check_token_ids
 from course_lib.encoder import Encoder
+from course_lib.feedforward import ACTIVATIONS
 from course_lib.positional import PositionalEncoding
 from course_lib.training import TrainingHistory, fit, sequence_loss, teacher_forcing
 
@@ -43,7 +50,10 @@ __all__ = [
     "DecoderOnlyModel",
     "EncoderOnlyModel",
     "LearnedPositions",
+    "MaskedLMHeadTransform",
+    "Pooler",
     "SequenceClassifier",
+    "drop_biases",
     "mask_tokens",
     "train_causal_lm",
     "train_classifier",
@@ -81,6 +91,55 @@ class LearnedPositions(nn.Module):
         return self.dropout(x + self.table(positions))
 
 
+def drop_biases(module: nn.Module) -> None:
+    """Remove the bias of every ``nn.Linear`` and ``nn.LayerNorm`` inside ``module``, in place:
+    ``x W^T`` and ``gain * normalized(x)`` remain (nanoGPT's ``bias=False``)."""
+    for part in module.modules():
+        if isinstance(part, (nn.Linear, nn.LayerNorm)) and part.bias is not None:
+            part.bias = None  # F.linear and F.layer_norm take no bias then
+
+
+class MaskedLMHeadTransform(nn.Module):
+    """BERT's transform before the output map: ``LayerNorm(activation(x W + b))``.
+
+    Args:
+        d_model: the size of the input and output vectors.
+        activation: of :data:`course_lib.feedforward.ACTIVATIONS` (BERT uses the model's own).
+        layer_norm_eps, bias: of the layer normalization (and, ``bias``, of the linear map).
+
+    Shape:
+        ``forward(x)``: ``(batch, L, d_model)`` -> ``(batch, L, d_model)``.
+    """
+
+    def __init__(
+        self, d_model: int, activation: str, layer_norm_eps: float = 1e-5, bias: bool = True
+    ) -> None:
+        super().__init__()
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
+        self.activation = activation
+        self.dense = nn.Linear(d_model, d_model, bias=bias)
+        self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.norm(ACTIVATIONS[self.activation](self.dense(x)))
+
+
+class Pooler(nn.Module):
+    """BERT's pooler: ``tanh(x_0 W + b)`` of the first token's (``[CLS]``'s) final vector.
+
+    Shape:
+        ``forward(states)``: ``(batch, L, d_model)`` -> ``(batch, d_model)``.
+    """
+
+    def __init__(self, d_model: int) -> None:
+        super().__init__()
+        self.dense = nn.Linear(d_model, d_model)
+
+    def forward(self, states: Tensor) -> Tensor:
+        return torch.tanh(self.dense(states[:, 0]))  # (batch, d_model)
+
+
 class _OneStackModel(nn.Module):
     """Embeddings, positions, a stack of encoder layers and a map to vocabulary scores."""
 
@@ -100,20 +159,62 @@ class _OneStackModel(nn.Module):
         pad_id: int | None = 0,
         positions: str = "sinusoidal",
         tie_embeddings: bool = True,
+        *,
+        scale_embeddings: bool = True,
+        final_norm: bool | None = None,
+        bias: bool = True,
+        output_bias: bool | None = None,
+        layer_norm_eps: float = 1e-5,
+        num_token_types: int = 0,
+        embedding_norm: bool = False,
+        head_transform: bool = False,
     ) -> None:
         super().__init__()
         self.vocab_size = positive_int("vocab_size", vocab_size)
         self.pad_id = None if pad_id is None else integer("pad_id", pad_id)
-        self.embedding = TokenEmbedding(vocab_size, d_model, padding_idx=self.pad_id, scale=True)
+        self.embedding = TokenEmbedding(
+            vocab_size, d_model, padding_idx=self.pad_id, scale=scale_embeddings
+        )
+        if not scale_embeddings:  # GPT-2's and BERT's start, N(0, 0.02^2), not nn.Embedding's
+            with torch.no_grad():
+                self.embedding.weight.normal_(std=0.02)
+                if self.pad_id is not None:
+                    self.embedding.weight[self.pad_id].zero_()
+        self.token_types = None
+        if num_token_types:  # BERT's segments: which sentence of a pair a token belongs to
+            num_token_types = positive_int("num_token_types", num_token_types)
+            self.token_types = nn.Embedding(num_token_types, d_model)
+            nn.init.normal_(self.token_types.weight, std=0.02)
+        # With a norm of the embeddings (BERT's), dropout comes after that norm.
+        position_dropout = 0.0 if embedding_norm else dropout
         if positions == "sinusoidal":
-            self.positional: nn.Module = PositionalEncoding(d_model, max_len, dropout)
+            self.positional: nn.Module = PositionalEncoding(d_model, max_len, position_dropout)
         elif positions == "learned":
-            self.positional = LearnedPositions(max_len, d_model, dropout)
+            self.positional = LearnedPositions(max_len, d_model, position_dropout)
         else:
             raise ValueError(f"positions must be 'sinusoidal' or 'learned', got {positions!r}")
-        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, dropout, norm_first,
-                               None, activation)  # fmt: skip
-        self.output = nn.Linear(d_model, vocab_size, bias=not tie_embeddings)
+        self.embedding_norm = None
+        if embedding_norm:
+            self.embedding_norm = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+            self.embedding_dropout = nn.Dropout(dropout)
+        self.encoder = Encoder(
+            num_layers,
+            d_model,
+            num_heads,
+            d_ff,
+            dropout,
+            norm_first,
+            final_norm=final_norm,
+            activation=activation,
+            layer_norm_eps=layer_norm_eps,
+        )
+        if not bias:
+            drop_biases(self.encoder)
+        self.head_transform = None
+        if head_transform:
+            self.head_transform = MaskedLMHeadTransform(d_model, activation, layer_norm_eps, bias)
+        output_bias = not tie_embeddings if output_bias is None else output_bias
+        self.output = nn.Linear(d_model, vocab_size, bias=output_bias)
         if tie_embeddings:  # one matrix for reading tokens in and scoring them out
             self.output.weight = self.embedding.weight
 
@@ -126,18 +227,61 @@ class _OneStackModel(nn.Module):
         keep = padding_mask(ids, self.pad_id)
         return keep if mask is None else mask & keep
 
-    def hidden_states(self, ids: Tensor) -> Tensor:
-        """The last layer's vector at every position: ``(batch, L, d_model)``."""
+    def embed(self, ids: Tensor, token_type_ids: Tensor | None = None) -> Tensor:
+        """What enters the first layer: ``(batch, L, d_model)``.
+
+        The token embeddings (times ``sqrt(d_model)`` if ``scale_embeddings``), plus the
+        token-type embeddings (if the model has them; ``token_type_ids`` default to 0), plus
+        the positions, then the embedding norm (if any).
+        """
+        x = self.embedding(ids)  # (batch, L, d_model)
+        if self.token_types is not None:
+            if token_type_ids is None:
+                token_type_ids = torch.zeros_like(ids)
+            x = x + self.token_types(token_type_ids)
+        x = self.positional(x)
+        if self.embedding_norm is not None:
+            x = self.embedding_dropout(self.embedding_norm(x))
+        return x
+
+    def hidden_states(self, ids: Tensor, token_type_ids: Tensor | None = None) -> Tensor:
+        """The last layer's vector at every position: ``(batch, L, d_model)``, for ``ids``
+        ``(batch, L)`` (and ``token_type_ids`` of the same shape, see :meth:`forward`)."""
         if not isinstance(ids, Tensor) or ids.dim() != 2 or ids.size(1) == 0:
             shape = shape_of(ids)
             raise ValueError(f"ids must be a (batch, L) tensor of token ids, got {shape}")
         check_token_ids(ids, self.vocab_size)
-        x = self.positional(self.embedding(ids))
+        self._check_token_types(ids, token_type_ids)
+        x = self.embed(ids, token_type_ids)
         return self.encoder(x, self.attention_mask(ids))
 
-    def forward(self, ids: Tensor) -> Tensor:
-        """Scores over the vocabulary at every position: ``(batch, L, vocab_size)``."""
-        return self.output(self.hidden_states(ids))
+    def forward(self, ids: Tensor, token_type_ids: Tensor | None = None) -> Tensor:
+        """Scores over the vocabulary at every position: ``(batch, L, vocab_size)``.
+
+        Args:
+            ids: ``(batch, L)`` token ids.
+            token_type_ids: ``(batch, L)`` ids of each token's segment, for a model with
+                ``num_token_types`` (all 0 if not given).
+        """
+        states = self.hidden_states(ids, token_type_ids)
+        if self.head_transform is not None:
+            states = self.head_transform(states)
+        return self.output(states)
+
+    def _check_token_types(self, ids: Tensor, token_type_ids: Tensor | None) -> None:
+        if token_type_ids is None:
+            return
+        if self.token_types is None:
+            raise ValueError(
+                "token_type_ids were given but this model has no token types; "
+                "create it with num_token_types=2 (BERT's) to use them"
+            )
+        if not isinstance(token_type_ids, Tensor) or token_type_ids.shape != ids.shape:
+            shape = shape_of(token_type_ids)
+            raise ValueError(
+                f"token_type_ids must have the shape of ids, {tuple(ids.shape)}, got {shape}"
+            )
+        check_token_ids(token_type_ids, self.token_types.num_embeddings, "token_type_ids")
 
 
 class EncoderOnlyModel(_OneStackModel):
@@ -156,9 +300,58 @@ class EncoderOnlyModel(_OneStackModel):
         pad_id: the padding id, masked out of attention (``None``: no padding).
         positions: ``"sinusoidal"`` or ``"learned"`` (BERT's).
         tie_embeddings: share the embedding matrix with the output map (as BERT does).
+        pooler: BERT's :class:`Pooler` of the first token, :meth:`pooled`.
+
+    Keyword-only options make the model of a published family; their defaults keep the
+    course's own model:
+
+    - ``scale_embeddings``: multiply the token embeddings by ``sqrt(d_model)``, as the
+      original Transformer does (True); GPT-2 and BERT do not (False, and the table then
+      starts as theirs, ``N(0, 0.02^2)``).
+    - ``final_norm``: a layer normalization after the last layer; ``None`` means "if
+      ``norm_first``" (GPT-2's ``ln_f``).
+    - ``bias``: biases in every linear map and layer normalization of the layers (False:
+      none, nanoGPT's option).
+    - ``output_bias``: a bias of the output map; ``None`` means "if the output map is not
+      tied" (BERT's has one with a tied map, GPT-2's none either way).
+    - ``layer_norm_eps``: the ``eps`` of every layer normalization (GPT-2's 1e-5, BERT's
+      1e-12).
+    - ``num_token_types``: BERT's token-type (segment) embeddings, added to the token
+      embeddings (``forward(ids, token_type_ids)``); 0 for none.
+    - ``embedding_norm``: a layer normalization, then dropout, of the embeddings' sum
+      (BERT's).
+    - ``head_transform``: BERT's :class:`MaskedLMHeadTransform` (dense, activation, layer
+      norm) between the last layer and the output map.
+
+    ``from_hf`` and ``to_hf`` convert from and to a Hugging Face ``BertForMaskedLM``.
     """
 
     causal = False
+
+    def __init__(self, vocab_size: int, *args: Any, pooler: bool = False, **kwargs: Any):
+        super().__init__(vocab_size, *args, **kwargs)
+        self.pooler = Pooler(self.embedding.d_model) if pooler else None
+
+    @classmethod
+    def from_hf(cls, model: Any) -> EncoderOnlyModel:
+        """The model of a Hugging Face ``BertForMaskedLM``, with copies of its weights (see
+        :func:`course_lib.huggingface.bert_from_hf`)."""
+        from course_lib.huggingface import bert_from_hf
+
+        return bert_from_hf(model)
+
+    def to_hf(self) -> Any:
+        """A Hugging Face ``BertForMaskedLM`` with copies of this model's weights (see
+        :func:`course_lib.huggingface.bert_to_hf`; needs ``transformers``)."""
+        from course_lib.huggingface import bert_to_hf
+
+        return bert_to_hf(self)
+
+    def pooled(self, ids: Tensor, token_type_ids: Tensor | None = None) -> Tensor:
+        """BERT's summary of every sequence, its pooler on the first token: ``(batch, d_model)``."""
+        if self.pooler is None:
+            raise ValueError("this model has no pooler; create it with pooler=True")
+        return self.pooler(self.hidden_states(ids, token_type_ids))
 
 
 class DecoderOnlyModel(_OneStackModel):
@@ -166,14 +359,32 @@ class DecoderOnlyModel(_OneStackModel):
 
     ``forward(ids)[:, t]`` scores the token that follows position ``t``; trained on text
     (:func:`train_causal_lm`) it generates by appending one token at a time. The arguments
-    are those of :class:`EncoderOnlyModel`, with pre-norm layers by default (GPT-2's, with a
-    final layer normalization).
+    are those of :class:`EncoderOnlyModel` (but ``pooler``), with pre-norm layers by default
+    (GPT-2's, with a final layer normalization). GPT-2 itself is
+    ``DecoderOnlyModel(50257, 768, 12, 12, 3072, max_len=1024, positions="learned",
+    pad_id=None, activation="gelu_tanh", scale_embeddings=False)``; ``from_hf`` and
+    ``to_hf`` convert from and to a Hugging Face ``GPT2LMHeadModel``.
     """
 
     causal = True
 
     def __init__(self, vocab_size: int, *args: Any, norm_first: bool = True, **kwargs: Any):
         super().__init__(vocab_size, *args, norm_first=norm_first, **kwargs)
+
+    @classmethod
+    def from_hf(cls, model: Any) -> DecoderOnlyModel:
+        """The model of a Hugging Face ``GPT2LMHeadModel``, with copies of its weights (see
+        :func:`course_lib.huggingface.gpt2_from_hf`)."""
+        from course_lib.huggingface import gpt2_from_hf
+
+        return gpt2_from_hf(model)
+
+    def to_hf(self) -> Any:
+        """A Hugging Face ``GPT2LMHeadModel`` with copies of this model's weights (see
+        :func:`course_lib.huggingface.gpt2_to_hf`; needs ``transformers``)."""
+        from course_lib.huggingface import gpt2_to_hf
+
+        return gpt2_to_hf(self)
 
     def next_token_scores(self, ids: Tensor) -> Tensor:
         """The scores of the token after the last one: ``(batch, vocab_size)``; a scorer for

@@ -22,15 +22,20 @@ from torch import Tensor, nn
 
 from course_lib._checks import check_tensor, module_dtype, positive_int, probability
 
-__all__ = ["ACTIVATIONS", "FeedForward", "activation_of", "copy_linear"]
+__all__ = ["ACTIVATIONS", "FeedForward", "activation_of", "copy_linear", "gelu_tanh"]
+
+
+def gelu_tanh(x: Tensor) -> Tensor:
+    """GELU's tanh approximation, ``x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``: the GELU
+    of GPT-2 (Hugging Face's ``"gelu_new"``), within ``1e-3`` of the exact ``F.gelu``."""
+    return F.gelu(x, approximate="tanh")
+
 
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
     "relu": F.relu,
     "gelu": F.gelu,
-    "gelu_tanh": partial(F.gelu, approximate="tanh"),
+    "gelu_tanh": gelu_tanh,
 }
-"""The activations :class:`FeedForward` knows: ReLU (the paper's), GELU (BERT's) and GELU's
-tanh approximation (GPT-2's, ``nn.GELU(approximate="tanh")``)."""
 
 
 class FeedForward(nn.Module):
@@ -41,8 +46,8 @@ class FeedForward(nn.Module):
         d_ff: size of the hidden layer (the paper uses ``4 * d_model``).
         dropout: probability of dropping hidden units in training (after the activation, as
             in ``nn.TransformerEncoderLayer``).
-        activation: ``"relu"`` (the paper's), ``"gelu"`` (BERT's) or ``"gelu_tanh"``
-            (GELU's tanh approximation, GPT-2's).
+        activation: ``"relu"`` (the paper's), ``"gelu"`` (BERT's) or ``"gelu_tanh"``, the tanh
+            approximation of GELU (GPT-2's, :func:`gelu_tanh`).
         bias: whether the two linear maps have biases ``b_1`` and ``b_2``.
 
     Shape:
@@ -118,6 +123,8 @@ def _activation_name(function: object) -> str | None:
         return "relu"
     if function is F.gelu:
         return "gelu"
+    if function is gelu_tanh:
+        return "gelu_tanh"
     if isinstance(function, nn.GELU):
         return gelu_forms.get(function.approximate)
     if isinstance(function, partial) and function.func is F.gelu and not function.args:

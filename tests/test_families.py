@@ -167,3 +167,44 @@ def test_train_classifier_refuses_bad_ids_and_labels(ids, labels, message):
     classifier = SequenceClassifier(model(EncoderOnlyModel), 2)
     with pytest.raises(ValueError, match=message):
         train_classifier(classifier, ids, labels, epochs=1, batch_size=2, learning_rate=0.1)
+
+
+def test_the_defaults_keep_the_course_model_and_the_options_make_gpt2s():
+    course = model(DecoderOnlyModel)
+    assert course.embedding.scale and course.token_types is None and course.head_transform is None
+    gpt2 = model(
+        DecoderOnlyModel,
+        positions="learned",
+        pad_id=None,
+        scale_embeddings=False,
+        activation="gelu_tanh",
+    )
+    ids = IDS[:1]
+    x = gpt2.embedding.weight[ids] + gpt2.positional.table.weight[:6]  # no sqrt(d_model)
+    torch.testing.assert_close(gpt2.output(gpt2.encoder(x, causal_mask(6))), gpt2(ids))
+
+
+def test_without_biases_no_layer_has_one():
+    gpt = model(DecoderOnlyModel, bias=False)
+    names = [name for name, _ in gpt.named_parameters()]
+    assert not [name for name in names if name.endswith("bias")]
+
+
+def test_token_types_are_added_and_refused_where_the_model_has_none():
+    bert = model(EncoderOnlyModel, num_token_types=2, embedding_norm=True, head_transform=True)
+    types = torch.zeros_like(IDS)
+    torch.testing.assert_close(bert(IDS, types), bert(IDS))  # type 0 is the default
+    assert not torch.allclose(bert(IDS, types + 1), bert(IDS))
+    with pytest.raises(ValueError, match="has no token types; create it with num_token_types"):
+        model(EncoderOnlyModel)(IDS, types)
+    with pytest.raises(IndexError, match="token_type_ids"):
+        bert(IDS, types + 2)
+
+
+def test_the_pooler_reads_the_first_tokens_final_vector():
+    bert = model(EncoderOnlyModel, pooler=True)
+    states = bert.hidden_states(IDS)
+    expected = torch.tanh(bert.pooler.dense(states[:, 0]))
+    torch.testing.assert_close(bert.pooled(IDS), expected)
+    with pytest.raises(ValueError, match="no pooler"):
+        model(EncoderOnlyModel).pooled(IDS)

@@ -124,8 +124,15 @@ def test_setup_cell_pip_installs_the_repository_where_course_lib_is_missing(
     assert namespace["course_lib"] is course_lib
 
 
+def skipped(cell) -> bool:
+    """A cell that only a reader runs (it downloads): nbclient, nbval and the book skip it."""
+    return "skip-execution" in cell.metadata.get("tags", [])
+
+
 def test_notebook_is_stored_executed_in_order(notebook_path):
-    cells = [c for c in code_cells(read_notebook(notebook_path)) if c.source.strip()]
+    cells = [
+        c for c in code_cells(read_notebook(notebook_path)) if c.source.strip() and not skipped(c)
+    ]
     counts = [cell.execution_count for cell in cells]
     assert None not in counts, "some code cells were never executed; run `tasks.py execute`"
     assert counts == list(range(1, len(cells) + 1)), f"not run top to bottom once: {counts}"
@@ -238,3 +245,14 @@ def test_stored_exercises_show_the_unanswered_state(notebook_path):
             assert answers and all(a.get("index") is None and not a.get("value")
                                    for a in answers), cell.source  # fmt: skip
         assert "PASSED" not in texts and "FAILED" not in texts
+
+
+def test_cells_that_download_are_skipped_by_the_tests_and_the_book(notebook_path):
+    """Nothing is downloaded when a chapter is executed or tested: a cell that loads from the
+    Hugging Face hub is tagged to be skipped (nbclient, jupyter-book, nbval) and stored
+    without outputs."""
+    for index, cell in enumerate(code_cells(read_notebook(notebook_path))):
+        if re.search(r"from_pretrained\(\s*[\"']", cell.source):  # a model named on the hub
+            tags = cell.metadata.get("tags", [])
+            assert {"skip-execution", "nbval-skip"} <= set(tags), f"code cell {index}: {tags}"
+            assert not cell.outputs and cell.execution_count is None, f"code cell {index}"
