@@ -78,6 +78,8 @@ class Transformer(nn.Module):
             (``src_vocab_size == tgt_vocab_size``). Shared matrices are one ``Parameter``,
             counted once by ``parameters()``; ``state_dict()`` keeps a key for each use.
         activation: of the feed-forward networks, ``"relu"``, ``"gelu"`` or ``"gelu_tanh"``.
+        scale_embeddings: multiply the token embeddings by ``sqrt(d_model)`` (the paper's
+            section 3.4, the default); False leaves them as they are looked up.
 
     Shape:
         ``forward(src_ids, tgt_ids)``: ``(batch, L_s)`` and ``(batch, L_t)`` integer ids;
@@ -100,13 +102,14 @@ class Transformer(nn.Module):
         pad_id: int | None = 0,
         tie_embeddings: bool | str = False,
         activation: str = "relu",
+        scale_embeddings: bool = True,
     ) -> None:
         super().__init__()
         self.tie_embeddings = _sharing(tie_embeddings, src_vocab_size, tgt_vocab_size)
         self.d_model = positive_int("d_model", d_model)
         dropout = probability("dropout", dropout)
         self.pad_id = None if pad_id is None else integer("pad_id", pad_id)
-        embedding = {"d_model": d_model, "padding_idx": self.pad_id, "scale": True}
+        embedding = {"d_model": d_model, "padding_idx": self.pad_id, "scale": scale_embeddings}
         self.src_embedding = TokenEmbedding(src_vocab_size, **embedding)
         self.tgt_embedding = TokenEmbedding(tgt_vocab_size, **embedding)
         self.positional = PositionalEncoding(d_model, max_len, dropout)

@@ -58,6 +58,13 @@ def test_embeddings_are_scaled_by_sqrt_d_model_and_positions_added_once():
     torch.testing.assert_close(model.encode(src), model.encoder(expected, model.source_mask(src)))
 
 
+def test_scale_embeddings_false_leaves_the_embeddings_as_they_are_looked_up():
+    model = small(scale_embeddings=False)
+    src, _ = batch()
+    expected = model.src_embedding.weight[src] + sinusoidal_positional_encoding(5, D_MODEL)
+    torch.testing.assert_close(model.embed_source(src), expected)
+
+
 def test_teacher_forcing_gives_every_position_what_decoding_its_prefix_gives():
     model = small()
     src, tgt = batch()
