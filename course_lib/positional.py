@@ -14,6 +14,9 @@ so pair ``i`` is a wave of wavelength ``2*pi / w_i``: from ``2*pi`` (``i = 0``) 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 
@@ -174,6 +177,19 @@ class PositionalEncoding(nn.Module):
         self.dropout = nn.Dropout(float(dropout))
         table = sinusoidal_positional_encoding(self.max_len, self.d_model, self.base)
         self.register_buffer("pe", table, persistent=False)
+
+    def _apply(
+        self, fn: Callable[[Tensor], Tensor], *args: Any, **kwargs: Any
+    ) -> PositionalEncoding:
+        """``.to()``, ``.double()``, ``.cuda()``...: then the table is computed afresh in its
+        new dtype and device, rather than cast (a float32 table cast to float64 keeps float32's
+        rounding, about 1e-8)."""
+        super()._apply(fn, *args, **kwargs)
+        if self.pe.dtype.is_floating_point:
+            self.pe = sinusoidal_positional_encoding(
+                self.max_len, self.d_model, self.base, dtype=self.pe.dtype, device=self.pe.device
+            )
+        return self
 
     def forward(self, x: Tensor, start: int = 0) -> Tensor:
         """Return ``dropout(x + PE[start : start + seq])``.

@@ -248,3 +248,12 @@ def test_module_rejects_dropout_outside_zero_one(bad):
 
 def test_module_repr_names_its_sizes():
     assert "d_model=8, max_len=10, base=10000" in repr(PositionalEncoding(8, max_len=10))
+
+
+def test_a_module_moved_to_float64_holds_the_float64_table_not_a_cast_float32_one():
+    module = PositionalEncoding(16, max_len=2000).double()
+    exact = sinusoidal_positional_encoding(2000, 16, dtype=torch.float64)
+    assert module.pe.dtype == torch.float64
+    torch.testing.assert_close(module.pe, exact, rtol=0, atol=0)
+    x = torch.zeros(1, 2000, 16, dtype=torch.float64)
+    torch.testing.assert_close(module(x)[0], exact, rtol=0, atol=0)
