@@ -43,10 +43,19 @@ def values_checkable(value: Tensor) -> bool:
     return value.device.type != "meta" and not is_compiling()
 
 
+def _check_generator(generator: object) -> None:
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"generator must be a torch.Generator (e.g. torch.Generator().manual_seed(0)) or "
+            f"None, got {generator!r} of type {type(generator).__name__}"
+        )
+
+
 def uniform(
     shape: tuple[int, ...], generator: torch.Generator | None, device: torch.device | str
 ) -> Tensor:
     """``torch.rand(shape)`` on ``device``, drawn from ``generator`` on its own device."""
+    _check_generator(generator)
     if generator is None:
         return torch.rand(shape, device=device)
     return torch.rand(shape, generator=generator, device=generator.device).to(device)
@@ -60,6 +69,7 @@ def multinomial(
 ) -> Tensor:
     """``torch.multinomial(probabilities, num_samples, replacement)`` with ``generator`` of
     any device; the result is on the device of ``probabilities``."""
+    _check_generator(generator)
     if generator is None or generator.device == probabilities.device:
         return torch.multinomial(probabilities, num_samples, replacement, generator=generator)
     if probabilities.device.type == "meta":  # no values to draw from: the shape is all there is

@@ -461,6 +461,18 @@ def _batch(data: tuple[Tensor, ...], rows: Tensor, device: torch.device) -> list
     return [t[rows.to(t.device)].to(device) for t in data]
 
 
+def _check_loss(loss: object) -> Tensor:
+    """``loss`` if it is what ``backward()`` needs: a 0-d floating-point tensor."""
+    if not isinstance(loss, Tensor) or not loss.dtype.is_floating_point:
+        raise TypeError(f"batch_loss must return a floating-point tensor, got {loss!r:.80}")
+    if loss.dim() != 0:
+        raise ValueError(
+            f"batch_loss must return one number (a 0-d tensor, e.g. a mean over the batch), "
+            f"got a tensor of shape {tuple(loss.shape)}; reduce it with .mean() or .sum()"
+        )
+    return loss
+
+
 def _loss_value(loss: Tensor) -> float:
     """The loss as a number; NaN on the ``meta`` device, which has shapes and no values."""
     return math.nan if loss.device.type == "meta" else loss.item()
@@ -551,7 +563,7 @@ def fit(
             for number, start in enumerate(range(0, count, batch_size)):
                 rows = permutation[start : start + batch_size]
                 with precision.forward():
-                    loss = batch_loss(*_batch(data, rows, precision.device))
+                    loss = _check_loss(batch_loss(*_batch(data, rows, precision.device)))
                 optimizer.zero_grad()
                 precision.scale(loss).backward()
                 precision.step(optimizer)

@@ -18,7 +18,7 @@ from course_lib.decoding import beam_search, greedy_decode, sample
 from course_lib.encoder import Encoder, EncoderLayer
 from course_lib.feedforward import FeedForward
 from course_lib.positional import PositionalEncoding, sinusoidal_positional_encoding
-from course_lib.training import label_smoothed_loss, sequence_loss, teacher_forcing
+from course_lib.training import fit, label_smoothed_loss, sequence_loss, teacher_forcing
 from course_lib.translation import english_names, load_number_translator
 
 
@@ -366,3 +366,24 @@ def test_value_checks_are_skipped_while_torch_compile_traces(monkeypatch):
     monkeypatch.setattr(_devices, "is_compiling", lambda: True)
     assert not _devices.values_checkable(torch.zeros(1))
     sequence_loss(LOGITS, torch.zeros(2, 3, dtype=torch.long))  # NaN, as PyTorch's own
+
+
+def test_fit_refuses_a_batch_loss_that_is_not_one_number():
+    model = torch.nn.Linear(3, 2)
+    x = torch.randn(4, 3)
+    with pytest.raises(ValueError, match=r"one number .* shape \(2, 2\); reduce it with"):
+        fit(model, (x,), lambda xb: model(xb), epochs=1, batch_size=2, learning_rate=0.1)
+    with pytest.raises(TypeError, match=r"floating-point tensor, got 1\.5"):
+        fit(model, (x,), lambda xb: 1.5, epochs=1, batch_size=2, learning_rate=0.1)
+
+
+def test_a_generator_that_is_not_a_torch_generator_is_named():
+    scores = torch.zeros(1, 5)
+    with pytest.raises(TypeError, match=r"must be a torch\.Generator .* got 1 of type int"):
+        sample(
+            lambda ids: scores.expand(ids.size(0), 5),
+            torch.zeros(1, 1, dtype=torch.long),
+            None,
+            2,
+            generator=1,
+        )
