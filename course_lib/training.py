@@ -44,7 +44,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from course_lib._checks import (
-    check_tensor,
     floating,
     integer,
     integer_ids,
@@ -169,8 +168,7 @@ def _check_smoothing(epsilon: object) -> float:
 
 
 def _check_class_ids(labels: Tensor, num_classes: int) -> None:
-    if labels.dtype.is_floating_point or labels.dtype == torch.bool:
-        raise TypeError(f"labels must be integer class ids, got dtype {labels.dtype}")
+    integer_ids("labels", labels)
     if not values_checkable(labels) or not labels.numel():
         return
     if labels.min() < 0 or labels.max() >= num_classes:
@@ -197,7 +195,6 @@ def smoothed_targets(
     """
     num_classes = positive_int("num_classes", num_classes)
     epsilon = _check_smoothing(epsilon)
-    check_tensor("labels", labels)
     _check_class_ids(labels, num_classes)
     one_hot = F.one_hot(labels, num_classes).to(dtype or torch.get_default_dtype())  # (*, classes)
     return (1 - epsilon) * one_hot + epsilon / num_classes
