@@ -196,15 +196,19 @@ def run_notebook(path: Path, timeout: int = 300):
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="course-lib-home-") as home:
         # A fresh, empty progress store: the stored notebook shows every exercise unanswered.
-        previous = os.environ.get("COURSE_LIB_HOME")
-        os.environ["COURSE_LIB_HOME"] = home
+        # The explorers are built for the book: every state a reader can reach is stored
+        # (course_lib/explorers/base.py).
+        settings = {"COURSE_LIB_HOME": home, "COURSE_EXPLORERS": "book"}
+        previous = {name: os.environ.get(name) for name in settings}
+        os.environ.update(settings)
         try:
             client.execute()
         finally:
-            if previous is None:
-                os.environ.pop("COURSE_LIB_HOME", None)
-            else:
-                os.environ["COURSE_LIB_HOME"] = previous
+            for name, value in previous.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
     return notebook, time.perf_counter() - started
 
 

@@ -67,8 +67,9 @@ GALLERY_CELLS = [
     'def merge_heads(x):\n    raise NotImplementedError\ncheck("merge-heads", merge_heads)',
     'hint("mha-parameter-count")\nhint("mha-parameter-count")',
     'progress("multi-head-attention")',
-    "from course_lib.widgets import attention_explorer\nattention_explorer(num_heads=4)",
-    "from course_lib.recipe_widgets import RecipeExplorer\nRecipeExplorer()",
+    "from course_lib.explorers.attention import attention_explorer\n"
+    "attention_explorer(num_heads=4)",
+    "from course_lib.explorers.at_work import RecipeExplorer\nRecipeExplorer()",
 ]
 
 # What the page shows, measured in the browser: overlaps, overflow, maths, contrast.

@@ -39,10 +39,8 @@ Modules, one concept each:
 - :mod:`course_lib.diagrams` -- the architecture diagram and the map of the course;
 - :mod:`course_lib.plotting` -- the figures the chapters draw, and the book's figure style
   (text large enough to read in the book, measured on every figure shown);
-- :mod:`course_lib.widgets` -- interactive explorers (core ipywidgets only, 7.7 and 8);
-- :mod:`course_lib.generation_widgets` -- explorers of translation, decoding and sampling;
-- :mod:`course_lib.recipe_widgets` -- the explorer of the learning-rate schedule and label
-  smoothing;
+- :mod:`course_lib.explorers` -- the chapters' explorers, one module per part (core
+  ipywidgets only, 7.7 and 8): live in a kernel, moving from stored states in the book;
 - :mod:`course_lib.notebook` -- helpers for the chapter notebooks;
 - :mod:`course_lib.exercises` -- the exercises, their checks and the submission file;
 - :mod:`course_lib.grading` -- the instructors' grader (`course-grade`): sandbox, gradebook.

@@ -15,6 +15,7 @@ those numbers from every stored figure. :func:`figure_text_sizes` measures a fig
 
 from __future__ import annotations
 
+import base64
 import io
 import warnings
 from collections.abc import Mapping, Sequence
@@ -38,6 +39,7 @@ __all__ = [
     "book_png",
     "check_figure_text",
     "displayed_text_px",
+    "figure_output",
     "figure_text_sizes",
     "plot_attention",
     "plot_attention_heads",
@@ -91,18 +93,30 @@ class FigureTextWarning(UserWarning):
 
 
 class _TextRecorder(RendererAgg):
-    """An Agg renderer that records the texts drawn through it instead of drawing them."""
+    """An Agg renderer that records the texts drawn through it, and draws them only if asked
+    (``draw=True``: the figure's image and its texts from one drawing)."""
 
-    def __init__(self, figure: Figure) -> None:
+    def __init__(self, figure: Figure, draw: bool = False) -> None:
         width, height = figure.get_size_inches() * figure.dpi
         super().__init__(max(1, int(width)), max(1, int(height)), figure.dpi)
         self.texts: list[tuple[str, float]] = []
+        self._draw = draw
 
     def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
         self.texts.append((s, prop.get_size_in_points()))
+        if self._draw:
+            super().draw_text(gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
 
     def draw_tex(self, gc, x, y, s, prop, angle, *, mtext=None):
         self.texts.append((s, prop.get_size_in_points()))
+        if self._draw:
+            super().draw_tex(gc, x, y, s, prop, angle, mtext=mtext)
+
+    def sizes(self) -> list[FigureText]:
+        """The non-blank texts drawn, with their font sizes in pixels, smallest first."""
+        scale = self.dpi / 72
+        texts = {FigureText(text, round(points * scale, 2)) for text, points in self.texts}
+        return sorted((t for t in texts if t.text.strip()), key=lambda t: (t.px, t.text))
 
 
 def figure_text_sizes(figure: Figure) -> list[FigureText]:
@@ -116,9 +130,7 @@ def figure_text_sizes(figure: Figure) -> list[FigureText]:
         raise TypeError(f"expected a matplotlib Figure, got {type(figure).__name__}")
     recorder = _TextRecorder(figure)
     figure.draw(recorder)
-    scale = figure.dpi / 72
-    texts = {FigureText(text, round(points * scale, 2)) for text, points in recorder.texts}
-    return sorted((t for t in texts if t.text.strip()), key=lambda t: (t.px, t.text))
+    return recorder.sizes()
 
 
 def displayed_text_px(
@@ -142,7 +154,11 @@ def _png_width(png: bytes) -> int:
 
 
 def check_figure_text(
-    figure: Figure, *, natural_width: int | None = None, minimum: float = MIN_TEXT_PX
+    figure: Figure,
+    *,
+    natural_width: int | None = None,
+    minimum: float = MIN_TEXT_PX,
+    texts: list[FigureText] | None = None,
 ) -> list[FigureText]:
     """Raise :class:`FigureTextTooSmall`, naming the texts, if any text of ``figure`` would be
     shown smaller than ``minimum`` CSS px in the book's column; else return its texts.
@@ -151,8 +167,9 @@ def check_figure_text(
         figure: the figure.
         natural_width: the width of its PNG in pixels (drawn to find out if omitted).
         minimum: the smallest size allowed, in CSS px as displayed.
+        texts: its :func:`figure_text_sizes`, if already measured.
     """
-    texts = figure_text_sizes(figure)
+    texts = figure_text_sizes(figure) if texts is None else texts
     if natural_width is None:
         natural_width = _png_width(_png(figure))
     small = [t for t in texts if displayed_text_px(t.px, natural_width) < minimum]
@@ -184,10 +201,47 @@ def book_png(figure: Figure) -> tuple[bytes, dict[str, object]]:
     texts = figure_text_sizes(figure)
     smallest = texts[0].px if texts else None
     try:
-        check_figure_text(figure, natural_width=width)
+        check_figure_text(figure, natural_width=width, texts=texts)
     except FigureTextTooSmall as error:
         warnings.warn(str(error), FigureTextWarning, stacklevel=2)
     return png, {"natural_width_px": width, METADATA_KEY: smallest}
+
+
+def figure_output(figure: Figure, colours: int = 256) -> dict:
+    """The figure as a notebook ``display_data`` output, as the explorers store and show it.
+
+    Drawn once, at the figure's size (no tight bounding box: an explorer's figure calls
+    ``tight_layout``), which also measures its texts; stored as a PNG of at most ``colours``
+    colours (an adaptive palette without dithering: about a third of the size, with the
+    anti-aliased edges of text and lines kept). The metadata is :func:`book_png`'s, and a
+    figure whose text would be shown under :data:`MIN_TEXT_PX` px is still returned, with a
+    :class:`FigureTextWarning`.
+    """
+    from PIL import Image  # matplotlib's own dependency
+
+    recorder = _TextRecorder(figure, draw=True)
+    figure.draw(recorder)
+    texts = recorder.sizes()
+    try:
+        check_figure_text(figure, natural_width=recorder.width, texts=texts)
+    except FigureTextTooSmall as error:
+        warnings.warn(str(error), FigureTextWarning, stacklevel=2)
+    size = (recorder.width, recorder.height)
+    image = Image.frombuffer("RGBA", size, recorder.buffer_rgba(), "raw", "RGBA", 0, 1)
+    reduced = image.convert("RGB").quantize(
+        colours, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE
+    )
+    buffer = io.BytesIO()
+    reduced.save(buffer, format="PNG", optimize=True)
+    metadata = {"natural_width_px": recorder.width, METADATA_KEY: texts[0].px if texts else None}
+    return {
+        "output_type": "display_data",
+        "data": {
+            "image/png": base64.b64encode(buffer.getvalue()).decode("ascii"),
+            "text/plain": f"<Figure size {size[0]}x{size[1]} with {len(figure.axes)} Axes>",
+        },
+        "metadata": {"image/png": metadata},
+    }
 
 
 def _book_png_formatter(figure: Figure) -> tuple[bytes, dict[str, object]] | None:

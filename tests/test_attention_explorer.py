@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from conftest import render_in_kernel, used_widget_types
+from course_lib.explorers.attention import AttentionExplorer, word_vector
 from course_lib.plotting import plot_attention, plot_attention_heads, plot_mask
-from course_lib.widgets import AttentionExplorer, word_vector
 
 CORE_WIDGETS_IN_7_7 = {"VBox", "HBox", "Text", "Dropdown", "Checkbox", "HTML", "Output", "Layout"}
 
@@ -153,7 +153,8 @@ def test_plots_refuse_bad_input(call, message):
 
 KERNEL_CELLS = [
     "import ipywidgets\nprint(ipywidgets.__version__)",
-    "from course_lib.widgets import attention_explorer\nexplorer = attention_explorer()\nexplorer",
+    "from course_lib.explorers.attention import attention_explorer\n"
+    "explorer = attention_explorer()\nexplorer",
     "explorer.heads.value = 4\nexplorer.causal.value = True\nprint(explorer.readout.value[:40])",
 ]
 

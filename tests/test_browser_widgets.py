@@ -38,8 +38,8 @@ CELLS = [
     'check("mha-parameter-count", 787968)',
     'check("mha-parameter-count", 1050624)',
     'hint("mha-parameter-count")',
-    "from course_lib.recipe_widgets import RecipeExplorer\nRecipeExplorer()",
-    "from course_lib.widgets import attention_explorer\nattention_explorer()",
+    "from course_lib.explorers.at_work import RecipeExplorer\nRecipeExplorer()",
+    "from course_lib.explorers.attention import attention_explorer\nattention_explorer()",
 ]
 
 # Waits for MathJax to have started and finished what the widget manager gave it.

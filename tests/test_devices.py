@@ -457,7 +457,7 @@ def test_the_translators_analyses_run_on_the_models_device(moved, device, watch)
 
 
 def test_the_translation_explorers_run_on_the_models_device(moved, device, watch):
-    from course_lib.generation_widgets import DecodingExplorer, TranslatorExplorer
+    from course_lib.explorers.at_work import DecodingExplorer, TranslatorExplorer
 
     TranslatorExplorer(moved, "21")
     explorer = DecodingExplorer(moved, number=21, beam_width=2)
@@ -465,7 +465,7 @@ def test_the_translation_explorers_run_on_the_models_device(moved, device, watch
 
 
 def test_the_sampling_explorer_runs_on_the_models_device(device, watch):
-    from course_lib.generation_widgets import SamplingExplorer
+    from course_lib.explorers.at_work import SamplingExplorer
 
     vocab = Vocabulary([f"w{i}" for i in range(VOCAB - 4)])
     explorer = SamplingExplorer(_language_model(device), vocab, count=2, max_new_tokens=3)
@@ -474,7 +474,7 @@ def test_the_sampling_explorer_runs_on_the_models_device(device, watch):
 
 
 def test_the_layer_explorers_run_on_the_models_device(moved, device, watch):
-    from course_lib.layer_widgets import DecoderExplorer, TokenPathExplorer
+    from course_lib.explorers.building import DecoderExplorer, TokenPathExplorer
 
     model = moved.model
     english, spanish = moved.source_vocab, moved.target_vocab
@@ -484,8 +484,8 @@ def test_the_layer_explorers_run_on_the_models_device(moved, device, watch):
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
 def test_the_translator_and_the_explorers_run_in_float64_and_bfloat16(dtype):
-    from course_lib.generation_widgets import DecodingExplorer, SamplingExplorer
-    from course_lib.layer_widgets import DecoderExplorer, TokenPathExplorer
+    from course_lib.explorers.at_work import DecodingExplorer, SamplingExplorer
+    from course_lib.explorers.building import DecoderExplorer, TokenPathExplorer
 
     translator = load_number_translator()
     translator.model.to(dtype)

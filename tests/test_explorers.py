@@ -15,8 +15,12 @@ import torch
 from conftest import render_in_kernel, used_widget_types
 from course_lib.data import WORD_CLASSES, synthetic_grammar_corpus
 from course_lib.discretize import synthetic_signal
+from course_lib.explorers.foundations import (
+    DiscretizationExplorer,
+    WordMapExplorer,
+    WordNeighboursExplorer,
+)
 from course_lib.vocab import Vocabulary
-from course_lib.widgets import DiscretizationExplorer, WordMapExplorer, WordNeighboursExplorer
 from course_lib.word2vec import train_word2vec
 
 CORE_WIDGETS_IN_7_7 = {
@@ -195,7 +199,7 @@ KERNEL_CELLS = [
 from course_lib.data import WORD_CLASSES, synthetic_grammar_corpus
 from course_lib.discretize import synthetic_signal
 from course_lib.vocab import Vocabulary
-from course_lib.widgets import (
+from course_lib.explorers.foundations import (
     DiscretizationExplorer, WordMapExplorer, WordNeighboursExplorer,
 )
 from course_lib.word2vec import train_word2vec

@@ -11,14 +11,14 @@ import pytest
 import torch
 
 from conftest import render_in_kernel
-from course_lib.families import DecoderOnlyModel
-from course_lib.generation_widgets import (
+from course_lib.explorers.at_work import (
     DecodingExplorer,
     SamplingExplorer,
     TranslatorExplorer,
     predicted_labels,
     read_number,
 )
+from course_lib.families import DecoderOnlyModel
 from course_lib.translation import load_number_translator
 from course_lib.vocab import Vocabulary
 
@@ -74,7 +74,7 @@ KERNEL_CELLS = [
     "import torch\n"
     "torch.set_num_threads(1)\n"
     "from course_lib.translation import load_number_translator\n"
-    "from course_lib.generation_widgets import TranslatorExplorer, DecodingExplorer\n"
+    "from course_lib.explorers.at_work import TranslatorExplorer, DecodingExplorer\n"
     "translator = load_number_translator()",
     "words = TranslatorExplorer(translator, '2534')\nwords",
     "DecodingExplorer(translator, number=1971, beam_width=2)",

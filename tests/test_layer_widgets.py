@@ -14,7 +14,7 @@ import torch
 
 from conftest import render_in_kernel, used_widget_types
 from course_lib.encoder import EncoderLayer
-from course_lib.layer_widgets import (
+from course_lib.explorers.building import (
     DecoderExplorer,
     NormOrderExplorer,
     TokenPathExplorer,
@@ -170,7 +170,7 @@ def test_bad_arguments_raise_clear_errors(build, message):
 
 KERNEL_CELLS = [
     "import ipywidgets\nprint(ipywidgets.__version__)",
-    "from course_lib.layer_widgets import NormOrderExplorer\n"
+    "from course_lib.explorers.building import NormOrderExplorer\n"
     "explorer = NormOrderExplorer(num_layers=3)\nexplorer",
     "explorer.order.value = 'pre-norm'\nprint(explorer.readout.value[:16])",
 ]

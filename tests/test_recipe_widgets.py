@@ -8,7 +8,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 from conftest import render_in_kernel
-from course_lib.recipe_widgets import RecipeExplorer
+from course_lib.explorers.at_work import RecipeExplorer
 
 
 def test_the_readout_gives_the_peak_the_target_and_the_lowest_loss():
@@ -40,7 +40,8 @@ def test_the_controls_use_the_books_symbols_and_reach_a_real_vocabulary():
 
 KERNEL_CELLS = [
     "import ipywidgets; print(ipywidgets.__version__)",
-    "from course_lib.recipe_widgets import RecipeExplorer\nexplorer = RecipeExplorer()\nexplorer",
+    "from course_lib.explorers.at_work import RecipeExplorer\n"
+    "explorer = RecipeExplorer()\nexplorer",
     "explorer.d_model.value = 64\nprint('at step 4000' in explorer.readout.value)",
 ]
 

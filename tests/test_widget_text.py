@@ -38,7 +38,7 @@ from course_lib.exercises._display import hints_html, options_html, result_html
 
 LIBRARY = ROOT / "course_lib"
 WIDGET_MODULES = [
-    *sorted(LIBRARY.glob("*widgets.py")),
+    *sorted((LIBRARY / "explorers").glob("*.py")),
     LIBRARY / "exercises" / "_display.py",
     LIBRARY / "exercises" / "_student.py",
 ]
@@ -327,7 +327,7 @@ def test_a_fitting_layout_needs_a_css_width():
 
 
 def test_the_explorers_rows_wrap():
-    from course_lib.recipe_widgets import RecipeExplorer
+    from course_lib.explorers.at_work import RecipeExplorer
 
     rows = [w for w in all_widgets(RecipeExplorer()) if isinstance(w, widgets.HBox)]
     assert rows and all(row.layout.flex_flow == "row wrap" for row in rows)
@@ -335,7 +335,7 @@ def test_the_explorers_rows_wrap():
 
 def test_the_widget_modules_are_the_ones_there_are():
     names = {path.name for path in WIDGET_MODULES}
-    assert {"widgets.py", "layer_widgets.py", "generation_widgets.py", "recipe_widgets.py"} <= names
+    assert {"base.py", "foundations.py", "attention.py", "building.py", "at_work.py"} <= names
     assert all(Path(path).is_file() for path in WIDGET_MODULES)
 
 

@@ -7,7 +7,7 @@ matplotlib.use("Agg")
 import ipywidgets as widgets
 import pytest
 
-from course_lib.widgets import PositionalEncodingExplorer
+from course_lib.explorers.foundations import PositionalEncodingExplorer
 
 CORE_WIDGETS_IN_7_7 = {
     "VBox", "HBox", "IntSlider", "FloatLogSlider", "HTML", "Output", "Layout",

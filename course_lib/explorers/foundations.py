@@ -8,22 +8,20 @@ from __future__ import annotations
 
 import html
 import math
-import zlib
 from collections.abc import Mapping, Sequence
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
-import numpy as np
 import torch
+from matplotlib.figure import Figure
 from torch import Tensor
 
 from course_lib._checks import shape_of
 from course_lib._html import block, color
 from course_lib._layout import control_row, fitting
-from course_lib.attention import causal_mask, scaled_dot_product_attention, split_heads
 from course_lib.discretize import Codebook, frame_signal, overlap_add, reconstruction_snr
+from course_lib.explorers.base import Control, Explorer, figure_part, slider, text_part
 from course_lib.plotting import (
-    plot_attention,
     plot_encoding_heatmap,
     plot_encoding_waves,
     plot_word_map,
@@ -38,12 +36,10 @@ from course_lib.word2vec import (
 )
 
 __all__ = [
-    "AttentionExplorer",
     "DiscretizationExplorer",
     "PositionalEncodingExplorer",
     "WordMapExplorer",
     "WordNeighboursExplorer",
-    "attention_explorer",
     "positional_encoding_explorer",
 ]
 
@@ -51,17 +47,22 @@ _WIDE = fitting("340px")
 _LABEL = {"description_width": "90px"}
 
 
-class PositionalEncodingExplorer(widgets.VBox):
+class PositionalEncodingExplorer(Explorer):
     """Sliders for position, dimension, ``d_model`` and base that redraw the encoding.
 
-    Left: the encoding table as a heatmap with the chosen position (row) and dimension
-    (column) marked. Right: the chosen dimension as a wave over the positions, with the chosen
-    position's value marked. Above the plots, the value and the formula that produced it.
+    Parts: ``readout``, the chosen entry with the formula that produced it and its value as a
+    bar from -1 to 1; ``figure``, the encoding table as a heatmap with the chosen dimension's
+    column marked and, below it, that dimension as a wave over the positions. The figure does
+    not depend on the position, so the book stores one figure per dimension, ``d_model`` and
+    base.
+
+    In the book the sliders offer :data:`BOOK_POSITIONS`, :data:`BOOK_D_MODELS`,
+    :data:`BOOK_BASES` and, for each ``d_model``, :func:`book_dimensions` (each with the
+    explorer's first value).
 
     Attributes:
         position, dimension, d_model, base: the four sliders.
-        readout: an HTML widget with the chosen entry and its formula.
-        output: the Output widget holding the figure.
+        readout, figure: the parts (live: an ``HTMLMath`` and an ``Output`` widget).
     """
 
     def __init__(
@@ -71,6 +72,9 @@ class PositionalEncodingExplorer(widgets.VBox):
         base: float = 10000.0,
         position: int = 10,
         dimension: int = 6,
+        *,
+        book: bool | None = None,
+        offer: Mapping[str, Sequence] | None = None,
     ) -> None:
         sinusoidal_positional_encoding(max_len, d_model, base)  # validates the arguments
         if not (0 <= position < max_len and 0 <= dimension < d_model):
@@ -79,44 +83,46 @@ class PositionalEncodingExplorer(widgets.VBox):
                 f"got position={position}, dimension={dimension}"
             )
         self.max_len = max_len
-        self.position = widgets.IntSlider(
-            value=position, min=0, max=max_len - 1, description="position",
-            continuous_update=False, layout=_WIDE, style=_LABEL,
-        )  # fmt: skip
-        self.dimension = widgets.IntSlider(
-            value=dimension, min=0, max=d_model - 1, description="dimension $j$",
-            continuous_update=False, layout=_WIDE, style=_LABEL,
-        )  # fmt: skip
-        self.d_model = widgets.IntSlider(
-            value=d_model, min=2, max=128, step=2, description="$d_{\\text{model}}$",
-            continuous_update=False, layout=_WIDE, style=_LABEL,
-        )  # fmt: skip
-        self.base = widgets.FloatLogSlider(
-            value=base, base=10, min=1, max=5, step=0.25, description="base",
-            continuous_update=False, layout=_WIDE, style=_LABEL, readout_format=".6g",
-        )  # fmt: skip
-        self.readout = widgets.HTML()
-        self.d_model.observe(self._on_d_model, names="value")
-        self.output = widgets.interactive_output(
-            self._draw,
-            {"position": self.position, "dimension": self.dimension,
-             "d_model": self.d_model, "base": self.base},
-        )  # fmt: skip
-        super().__init__(
-            [
-                control_row([self.position, self.dimension]),
-                control_row([self.d_model, self.base]),
-                self.readout,
-                self.output,
-            ]
-        )
+        positions = sorted({p for p in BOOK_POSITIONS if p < max_len} | {position})
+
+        def dimensions(d_model: int) -> list[tuple[str, int]]:
+            chosen = {dimension} if d_model > dimension else set()
+            return [(str(j), j) for j in sorted({*book_dimensions(d_model), *chosen})]
+
+        controls = [
+            slider("position", "position", position, positions,
+                   lambda: widgets.IntSlider(value=position, min=0, max=max_len - 1,
+                                             description="position", continuous_update=False)),
+            slider("d_model", D_MODEL, d_model, sorted({*BOOK_D_MODELS, d_model}),
+                   lambda: widgets.IntSlider(value=d_model, min=2, max=128, step=2,
+                                             description=D_MODEL, continuous_update=False)),
+            Control("dimension", "dimension $j$", dimension, kind="slider", depends=("d_model",),
+                    options=dimensions,
+                    live=lambda: widgets.IntSlider(value=dimension, min=0, max=d_model - 1,
+                                                   description="dimension $j$",
+                                                   continuous_update=False)),
+            slider("base", "base", base, sorted({*BOOK_BASES, base}), show=lambda b: f"{b:.6g}",
+                   live=lambda: widgets.FloatLogSlider(value=base, base=10, min=1, max=5,
+                                                       step=0.25, description="base",
+                                                       continuous_update=False,
+                                                       readout_format=".6g")),
+        ]  # fmt: skip
+        parts = [
+            text_part("readout", ("position", "dimension", "d_model", "base"), self.describe),
+            figure_part("figure", ("dimension", "d_model", "base"), self.draw),
+        ]
+        rows = [["position", "dimension"], ["d_model", "base"]]
+        super().__init__(controls, parts, rows, book=book, offer=offer)
+        if not self.book:
+            self.d_model.observe(self._on_d_model, names="value")
 
     def _on_d_model(self, change: dict) -> None:
         # The dimension slider cannot point past the last column (ipywidgets clamps its value).
         self.dimension.max = change["new"] - 1
 
     def describe(self, position: int, dimension: int, d_model: int, base: float) -> str:
-        """The chosen entry, its formula and its wavelength, as HTML."""
+        """The chosen entry, its formula, its wavelength and its value as a bar, as HTML."""
+        dimension = min(dimension, d_model - 1)
         pair = dimension // 2
         omega = float(angular_frequencies(d_model, base)[pair])
         angle = position * omega
@@ -126,254 +132,59 @@ class PositionalEncodingExplorer(widgets.VBox):
             f"{base:.6g}<sup>&minus;{2 * pair}/{d_model}</sup>) = {func}({angle:.4f}) = "
             f"<b>{value:.4f}</b> &nbsp;&nbsp; (pair i = {pair}, wavelength "
             f"2&pi;/&omega;<sub>{pair}</sub> = {2 * math.pi / omega:.4g} positions)"
+            + value_bar(value)
         )
 
-    def _draw(self, position: int, dimension: int, d_model: int, base: float) -> None:
+    def draw(self, dimension: int, d_model: int, base: float) -> Figure:
+        """The table with the dimension's column marked, and that dimension as a wave."""
         dimension = min(dimension, d_model - 1)
-        self.readout.value = self.describe(position, dimension, d_model, base)
         pe = sinusoidal_positional_encoding(self.max_len, d_model, base)
-        fig, (ax_map, ax_wave) = plt.subplots(2, 1, figsize=(7.2, 6.6))
+        fig, (ax_map, ax_wave) = plt.subplots(2, 1, figsize=(7.2, 6.2))
         title = f"$d_\\mathrm{{model}}$ = {d_model}, base = {base:.6g}"
         plot_encoding_heatmap(pe, ax_map, title=title)
-        ax_map.axhline(position, color="black", linewidth=1)
         ax_map.axvline(dimension, color="black", linewidth=1, linestyle="--")
         kind = "sin" if dimension % 2 == 0 else "cos"
         title = f"dimension j = {dimension} ({kind}, pair i = {dimension // 2})"
         plot_encoding_waves(pe, [dimension], ax_wave, title=title, legend=False)
-        ax_wave.plot([position], [float(pe[position, dimension])], "o", color="black")
         fig.tight_layout()
-        plt.show()
-        plt.close(fig)
+        return fig
+
+
+D_MODEL = "$d_{\\text{model}}$"
+BOOK_POSITIONS = (0, 2, 10, 40)
+"""The positions the book's slider offers."""
+BOOK_D_MODELS = (4, 16, 32, 64)
+"""The model sizes the book's slider offers."""
+BOOK_BASES = (100.0, 1000.0, 10000.0)
+"""The bases the book's slider offers."""
+
+
+def book_dimensions(d_model: int) -> list[int]:
+    """The dimensions the book offers for ``d_model``: all of them up to ``d_model = 4``,
+    else the first pair, dimension 6 and the last one."""
+    if d_model <= 4:
+        return list(range(d_model))
+    return sorted({0, 1, min(6, d_model - 2), d_model - 1})
+
+
+def value_bar(value: float, width: int = 160) -> str:
+    """A value in [-1, 1] as a bar from the middle of a ``width``-pixel track (HTML)."""
+    half = width / 2
+    length = abs(value) * half
+    left = half if value >= 0 else half - length
+    return (
+        f"<div style='position: relative; width: {width}px; max-width: 100%; height: 10px; "
+        f"margin-top: 4px; background: rgba(127, 127, 127, 0.18)'>"
+        f"<div style='position: absolute; left: {left:.1f}px; width: {length:.1f}px; "
+        f"height: 10px; background: {color('muted')}'></div>"
+        f"<div style='position: absolute; left: {half:.0f}px; width: 1px; height: 10px; "
+        "background: currentColor'></div></div>"
+    )
 
 
 def positional_encoding_explorer(**kwargs) -> PositionalEncodingExplorer:
     """Build a :class:`PositionalEncodingExplorer`; display it as a cell's last expression."""
     return PositionalEncodingExplorer(**kwargs)
-
-
-HEAD_CHOICES = (1, 2, 4, 8)
-MAX_TOKENS = 12
-
-
-def word_vector(word: str, d_model: int) -> torch.Tensor:
-    """A fixed random embedding for ``word``: the same vector for the same word, everywhere.
-
-    Drawn from ``N(0, 1)`` with a generator seeded by the word's CRC-32, so that the explorer
-    can embed any sentence a reader types without a trained vocabulary.
-    """
-    seeded = torch.Generator().manual_seed(zlib.crc32(word.encode("utf-8")))
-    return torch.randn(d_model, generator=seeded)
-
-
-class AttentionExplorer(widgets.VBox):
-    """Pick a query token and see its attention weights; toggle scaling, causal mask and heads.
-
-    The sentence's tokens get fixed random embeddings (:func:`word_vector`), plus the
-    sinusoidal position vectors if *positions* is ticked. Fixed random projections ``W^Q``,
-    ``W^K`` (``d_model x d_model``, entries ``N(0, 1/d_model)``) make queries and keys, which
-    are cut into ``h`` heads of ``d_model / h`` features, as in multi-head attention. The same
-    projections serve every head count, so changing *heads* only changes how the features are
-    grouped.
-
-    The figure shows every head's attention matrix with the chosen query's row outlined, and
-    that row's weights as bars. The readout gives, per head, the key the query attends to most,
-    the largest score and the entropy of the weights (0 for a one-hot row, ``log L_k`` for a
-    uniform one).
-
-    Attributes:
-        sentence, query, heads, scale, causal, positions: the controls.
-        readout: an HTML widget with the numbers; output: the Output widget with the figure.
-    """
-
-    def __init__(
-        self,
-        sentence: str = "the cat sat on the mat",
-        d_model: int = 64,
-        query: int = 2,
-        num_heads: int = 1,
-        scale: bool = True,
-        causal: bool = False,
-        positions: bool = True,
-        seed: int = 0,
-    ) -> None:
-        if d_model % max(HEAD_CHOICES) or d_model <= 0:
-            raise ValueError(f"d_model must be a positive multiple of 8, got {d_model}")
-        if num_heads not in HEAD_CHOICES:
-            raise ValueError(f"num_heads must be one of {HEAD_CHOICES}, got {num_heads}")
-        tokens = self.tokenize(sentence)
-        if not 0 <= query < len(tokens):
-            raise ValueError(f"query must be in 0..{len(tokens) - 1}, got {query}")
-        self.d_model = d_model
-        draw = torch.Generator().manual_seed(seed)
-        std = 1 / math.sqrt(d_model)
-        self.w_q = torch.randn(d_model, d_model, generator=draw) * std
-        self.w_k = torch.randn(d_model, d_model, generator=draw) * std
-        self.sentence = widgets.Text(value=sentence, description="sentence",
-                                     continuous_update=False, layout=fitting("520px"),
-                                     style=_LABEL)  # fmt: skip
-        self.query = widgets.Dropdown(options=self._options(tokens), value=query,
-                                      description="query", layout=_WIDE, style=_LABEL)  # fmt: skip
-        self.heads = widgets.Dropdown(options=list(HEAD_CHOICES), value=num_heads,
-                                      description="heads", layout=_WIDE, style=_LABEL)  # fmt: skip
-        self.scale = widgets.Checkbox(value=scale, description="divide by $\\sqrt{d_k}$",
-                                      indent=False)  # fmt: skip
-        self.causal = widgets.Checkbox(value=causal, description="causal mask", indent=False)
-        self.positions = widgets.Checkbox(value=positions, description="add positions",
-                                          indent=False)  # fmt: skip
-        self.readout = widgets.HTML()
-        self.sentence.observe(self._on_sentence, names="value")
-        self.output = widgets.interactive_output(
-            self._draw,
-            {"sentence": self.sentence, "query": self.query, "num_heads": self.heads,
-             "scale": self.scale, "causal": self.causal, "positions": self.positions},
-        )  # fmt: skip
-        super().__init__(
-            [
-                self.sentence,
-                control_row([self.query, self.heads]),
-                control_row([self.scale, self.causal, self.positions]),
-                self.readout,
-                self.output,
-            ]
-        )
-
-    @staticmethod
-    def tokenize(sentence: str) -> list[str]:
-        """The sentence's words (split at spaces); at least 1 and at most 12."""
-        tokens = sentence.split()
-        if not 1 <= len(tokens) <= MAX_TOKENS:
-            raise ValueError(f"the sentence must have 1 to {MAX_TOKENS} words, got {len(tokens)}")
-        return tokens
-
-    @staticmethod
-    def _options(tokens: list[str]) -> list[tuple[str, int]]:
-        return [(f"{i}: {token}", i) for i, token in enumerate(tokens)]
-
-    def _on_sentence(self, change: dict) -> None:
-        try:
-            tokens = self.tokenize(change["new"])
-        except ValueError:
-            return  # _draw shows the message
-        keep = min(self.query.value or 0, len(tokens) - 1)
-        self.query.options = self._options(tokens)
-        self.query.value = keep
-
-    def compute(
-        self,
-        sentence: str,
-        num_heads: int,
-        scale: bool = True,
-        causal: bool = False,
-        positions: bool = True,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Scores and weights of every head, each ``(num_heads, L, L)``.
-
-        The scores are the numbers that enter the softmax: ``Q K^T`` divided by
-        ``sqrt(d_k)`` if ``scale``, with ``-inf`` where the causal mask forbids.
-        """
-        tokens = self.tokenize(sentence)
-        x = torch.stack([word_vector(token, self.d_model) for token in tokens])
-        if positions:
-            x = x + sinusoidal_positional_encoding(len(tokens), self.d_model)
-        q = split_heads((x @ self.w_q).unsqueeze(0), num_heads)[0]  # (h, L, d_k)
-        k = split_heads((x @ self.w_k).unsqueeze(0), num_heads)[0]
-        factor = 1 / math.sqrt(q.size(-1)) if scale else 1.0
-        mask = causal_mask(len(tokens)) if causal else None
-        # the values do not change the weights: pass the keys in their place
-        _, weights = scaled_dot_product_attention(q, k, k, mask, scale=factor)
-        scores = q @ k.transpose(-2, -1) * factor
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        return scores, weights
-
-    def describe(
-        self, tokens: list[str], query: int, scores: torch.Tensor, weights: torch.Tensor
-    ) -> str:
-        """The chosen query's row in every head, as HTML."""
-        d_k = self.d_model // weights.size(0)
-        allowed = int(torch.isfinite(scores[0, query]).sum())  # keys the query may see
-        rows = []
-        for head in range(weights.size(0)):
-            row, score = weights[head, query], scores[head, query]
-            best = int(row.argmax())
-            nonzero = row[row > 0]
-            entropy = float(-(nonzero * nonzero.log()).sum())
-            rows.append(
-                f"<tr><td>head {head + 1}</td><td>{html.escape(tokens[best])} ({best})</td>"
-                f"<td>{float(row[best]):.3f}</td>"
-                f"<td>{float(score[torch.isfinite(score)].abs().max()):.2f}</td>"
-                f"<td>{entropy:.2f}</td></tr>"
-            )
-        header = (
-            "<tr><th>head</th><th>attends most to</th><th>its weight</th>"
-            "<th>largest |score|</th><th>entropy</th></tr>"
-        )
-        return (
-            f"<b>query {query}: {html.escape(tokens[query])}</b> &nbsp; "
-            f"<i>d</i><sub>k</sub> = {d_k}; "
-            f"{allowed} keys allowed, uniform weights would have entropy "
-            f"log {allowed} = {math.log(allowed):.2f}"
-            f"<table style='border-spacing: 10px 0'>{header}{''.join(rows)}</table>"
-        )
-
-    def _draw(
-        self,
-        sentence: str,
-        query: int,
-        num_heads: int,
-        scale: bool,
-        causal: bool,
-        positions: bool,
-    ) -> None:
-        try:
-            tokens = self.tokenize(sentence)
-        except ValueError as error:
-            self.readout.value = f"<b>{html.escape(str(error))}</b>"
-            return
-        query = min(query or 0, len(tokens) - 1)
-        scores, weights = self.compute(sentence, num_heads, scale, causal, positions)
-        self.readout.value = self.describe(tokens, query, scores, weights)
-        mask = causal_mask(len(tokens)) if causal else None
-        if num_heads == 1:  # the matrix above the bars
-            fig = plt.figure(figsize=(6.6, 6.6))
-            grid = fig.add_gridspec(2, 1, height_ratios=[1.4, 1])
-            cells, bars_cell, columns = [grid[0, 0]], grid[1, 0], 1
-        else:  # up to two heads a row (the text stays readable in the book), the bars below
-            columns = min(num_heads, 2)
-            rows = math.ceil(num_heads / columns)
-            fig = plt.figure(figsize=(6.4, 3.2 * rows + 2.6))
-            grid = fig.add_gridspec(rows + 1, columns)
-            cells = [grid[head // columns, head % columns] for head in range(num_heads)]
-            bars_cell = grid[rows, :]
-        for head, cell in enumerate(cells):
-            ax = fig.add_subplot(cell)
-            title = f"head {head + 1}" if num_heads > 1 else "attention weights"
-            plot_attention(weights[head], ax, queries=tokens, keys=tokens, mask=mask,
-                           annotate=num_heads <= 2 and len(tokens) <= 8, highlight=query,
-                           title=title)  # fmt: skip
-            if head % columns:  # the same queries as the head on its left
-                ax.set_ylabel("")
-                ax.tick_params(labelleft=False)
-        bars = fig.add_subplot(bars_cell)
-        width = 0.8 / num_heads
-        positions_x = np.arange(len(tokens))
-        for head in range(num_heads):
-            bars.bar(positions_x + (head - (num_heads - 1) / 2) * width,
-                     weights[head, query].numpy(), width, label=f"head {head + 1}")  # fmt: skip
-        bars.set_xticks(positions_x, [f"{i}: {t}" for i, t in enumerate(tokens)])
-        bars.set_ylim(0, 1.05)
-        bars.set_ylabel("weight")
-        bars.set_title(f"weights of query {query} ({tokens[query]}) over the keys")
-        if num_heads > 1:
-            bars.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
-        fig.tight_layout()
-        plt.show()
-        plt.close(fig)
-
-
-def attention_explorer(**kwargs) -> AttentionExplorer:
-    """Build an :class:`AttentionExplorer`; display it as a cell's last expression."""
-    return AttentionExplorer(**kwargs)
 
 
 # --- discretization (chapter "Transformers at a glance") -----------------------------------
