@@ -569,16 +569,22 @@ def widget_state(html: Path, name: str) -> dict:
     return json.loads(script.string)["state"] if script else {}
 
 
-def reachable_models(state: dict, roots: list[str]) -> dict:
-    """The models the displayed views show, following IPY_MODEL_ references."""
+def reachable_models(state: dict, roots: list[str], shown_only: bool = False) -> dict:
+    """The models the displayed views hold, following IPY_MODEL_ references; with
+    ``shown_only``, only the selected child of a ``Stack`` (the one the page renders: an
+    explorer's other stored states wait for their control)."""
     found: dict = {}
     stack = list(roots)
     while stack:
         model_id = stack.pop()
         if model_id in found or model_id not in state:
             continue
-        found[model_id] = state[model_id]
-        stack += re.findall(r"IPY_MODEL_([0-9a-f]{32})", json.dumps(state[model_id]["state"]))
+        found[model_id] = model = state[model_id]
+        fields = dict(model["state"])
+        if shown_only and model["model_name"] == "StackModel":
+            children, chosen = fields.pop("children", []), fields.get("selected_index")
+            stack += [children[chosen][len("IPY_MODEL_") :]] if chosen is not None else []
+        stack += re.findall(r"IPY_MODEL_([0-9a-f]{32})", json.dumps(fields))
     return found
 
 
@@ -610,7 +616,7 @@ def test_every_widget_renders_its_stored_state(book, book_html, name):
         assert view["visible"], f"{name}: widget {view['model']} renders as an empty box"
         assert not view["error"], f"{name}: widget {view['model']} shows an error"
     state = widget_state(book_html, name)
-    shown = reachable_models(state, [view["model"] for view in facts["views"]])
+    shown = reachable_models(state, [view["model"] for view in facts["views"]], shown_only=True)
     outputs = [
         model["state"].get("outputs", [])
         for model in shown.values()

@@ -256,3 +256,12 @@ def test_cells_that_download_are_skipped_by_the_tests_and_the_book(notebook_path
             tags = cell.metadata.get("tags", [])
             assert {"skip-execution", "nbval-skip"} <= set(tags), f"code cell {index}: {tags}"
             assert not cell.outputs and cell.execution_count is None, f"code cell {index}"
+
+
+def test_no_chapter_says_its_explorer_shows_only_a_stored_state_in_the_book(notebook_path):
+    """The explorers move in the HTML book (issue 20): no text may send readers to Colab for
+    that."""
+    frozen = re.compile(r"initial state only|shows? (its|their) (initial|stored) state", re.I)
+    for index, cell in enumerate(read_notebook(notebook_path).cells):
+        if cell.cell_type == "markdown":
+            assert not frozen.search(cell.source), f"cell {index}: {frozen.search(cell.source)[0]}"

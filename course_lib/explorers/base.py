@@ -25,8 +25,9 @@ depend on no control it does not use; figures are stored as 256-colour PNGs
 models.
 
 In the built page each explorer is marked for the browser tests: the explorer has the CSS
-class ``course-explorer``, a control ``course-control course-control-<name>``, and every stored
-drawing ``course-state course-part-<part>`` and ``course-key-<part>--<control>-<index>...``.
+class ``course-explorer``, a control ``course-control course-control-<name>`` (and, for one of a
+dependent control's widgets, ``course-instance-<parents' indices>``), and every stored drawing
+``course-state course-part-<part>`` and ``course-key-<part>--<control>-<index>...``.
 """
 
 from __future__ import annotations
@@ -108,10 +109,16 @@ class Control:
     read: Callable[[Any], Any] | None = None
     show: Callable[[Any], str] = str
 
+    def menu_options(self, parents: Mapping[str, Any]) -> list[Option]:
+        """A menu's ``(label, value)`` options given its parents' values (all of them: what
+        the live menu offers)."""
+        assert self.options is not None, f"control {self.name!r} is not a menu"
+        return list(self.options(**{name: parents[name] for name in self.depends}))
+
     def book_options(self, parents: Mapping[str, Any]) -> list[Option]:
         """The ``(label, value)`` pairs the book offers, given the parents' values."""
         if self.options is not None:
-            offered = list(self.options(**{name: parents[name] for name in self.depends}))
+            offered = self.menu_options(parents)
             if self.book is not None:
                 offered = [option for option in offered if option[1] in self.book]
         else:
@@ -305,7 +312,7 @@ class Explorer(widgets.VBox):
             if spec.live is not None:
                 control = spec.live()
             else:
-                options = spec.book_options(self._live_values(spec.depends))
+                options = spec.menu_options(self._live_values(spec.depends))
                 values = [value for _, value in options]
                 control = widgets.Dropdown(
                     options=options, value=spec.value if spec.value in values else values[0],
@@ -353,7 +360,7 @@ class Explorer(widgets.VBox):
     def _refresh_options(self, spec: Control) -> None:
         control = self.controls[spec.name]
         try:
-            options = spec.book_options(self._live_values(spec.depends))
+            options = spec.menu_options(self._live_values(spec.depends))
         except ValueError:
             return  # the parent's text is wrong: the message says so
         index = min(control.index or 0, len(options) - 1)
@@ -416,7 +423,10 @@ class Explorer(widgets.VBox):
             self._book.placed[spec.name] = self._tree(
                 list(spec.depends), {}, lambda chosen, spec=spec: self._book_control(spec, chosen)
             )
-            self.controls[spec.name] = next(iter(self._book.controls[spec.name].values()))
+            self._keep_in_step(spec)
+            self.controls[spec.name] = self._book.controls[spec.name][
+                tuple(self.controls[parent].index for parent in spec.depends)
+            ]
         for part in self._parts:
             self.states[part.name] = {}
             levels = [name for name in self._specs if name in self._closure(part.depends)]
@@ -437,8 +447,24 @@ class Explorer(widgets.VBox):
             control.layout = self._layout
         control.style.description_width = self._style["description_width"]
         key = tuple(chosen[name] for name in spec.depends)
+        if key:  # one of a dependent control's widgets: which parents' values it serves
+            control.add_class("course-instance-" + "-".join(str(i) for i in key))
         self._book.controls[spec.name][key] = control
         return control
+
+    def _keep_in_step(self, spec: Control) -> None:
+        """A dependent control's widgets (one per value of its parents) move together when
+        they offer as many options: the reader who picks the last dimension and then another
+        ``d_model`` still sees the last dimension. They start where the one for the parents'
+        first values starts."""
+        instances = self._book.controls[spec.name]
+        if len(instances) < 2 or len({len(w.options) for w in instances.values()}) != 1:
+            return
+        first = instances[tuple(self.controls[parent].index for parent in spec.depends)]
+        for instance in instances.values():
+            if instance is not first:
+                instance.index = first.index
+                self._book.links.append(widgets.jslink((first, "index"), (instance, "index")))
 
     def _leaf(self, part: Part, chosen: Mapping[str, int]) -> widgets.Widget:
         names = [name for name in self._specs if name in chosen]
