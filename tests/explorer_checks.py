@@ -28,11 +28,14 @@ def spread(keys: list[tuple[int, ...]], most: int) -> list[tuple[int, ...]]:
     return sorted({keys[round(i * step)] for i in range(most)})
 
 
-def assert_book_matches_live(make: Callable[..., Explorer], most: int = 6) -> Explorer:
+def assert_book_matches_live(
+    make: Callable[..., Explorer], most: int = 6, book: Explorer | None = None
+) -> Explorer:
     """Build ``make(book=True)`` and ``make(book=False)``; for up to ``most`` stored states of
     every part, set the live explorer's controls to that state's values (``Explorer.set``),
-    and assert the live part shows exactly the stored HTML or figure. Returns the book one."""
-    book = make(book=True)
+    and assert the live part shows exactly the stored HTML or figure. Returns the book one
+    (``book``, if given, is used instead of building it)."""
+    book = make(book=True) if book is None else book
     live = make(book=False)
     assert book.book and not live.book
     for part, states in book.states.items():

@@ -20,7 +20,7 @@ from course_lib.explorers.foundations import (
 CORE_WIDGETS_IN_7_7 = {
     "VBox", "HBox", "IntSlider", "FloatLogSlider", "HTML", "HTMLMath", "Output", "Layout",
 }  # fmt: skip
-SMALL = {"d_model": (4, 8), "base": (100.0, 10000.0), "position": (0, 2)}
+SMALL = {"d_model": (4, 8), "base": (100.0, 10000.0), "position": (0, 2), "dimension": (0, 1)}
 
 
 def all_widgets(widget):
@@ -33,6 +33,11 @@ def small(book: bool) -> PositionalEncodingExplorer:
     return PositionalEncodingExplorer(
         max_len=16, d_model=8, dimension=1, position=2, book=book, offer=SMALL
     )
+
+
+@pytest.fixture(scope="module")
+def small_book() -> PositionalEncodingExplorer:
+    return small(book=True)
 
 
 def test_explorer_is_a_box_of_core_widgets_available_in_ipywidgets_7_7():
@@ -104,13 +109,15 @@ def test_bad_arguments_raise_clear_errors(kwargs, message):
 
 
 def test_the_book_offers_the_prepared_values_and_each_size_its_own_dimensions():
-    explorer = small(book=True)
-    assert [value for _, value in explorer.controls["position"].options] == [0, 2]
+    explorer = PositionalEncodingExplorer(max_len=16, d_model=8, dimension=1, book=True,
+                                          offer={"base": [10000.0], "position": [10],
+                                                 "d_model": [8, 16]})  # fmt: skip
+    assert [value for _, value in explorer.controls["position"].options] == [10]
     dimension_menus = explorer.children[0].children[1]  # one slider per d_model, in a Stack
     assert isinstance(dimension_menus, widgets.Stack)
     assert [[v for _, v in s.options] for s in dimension_menus.children] == [
-        book_dimensions(4),
         book_dimensions(8),
+        book_dimensions(16),
     ]
 
 
@@ -120,11 +127,10 @@ def test_the_chapter_offers_at_least_three_values_of_every_slider():
     assert 6 in book_dimensions(32) and 10 in BOOK_POSITIONS  # the first values
 
 
-def test_the_book_stores_the_figure_once_per_dimension_size_and_base():
-    explorer = small(book=True)
-    assert len(explorer.states["figure"]) == 2 * 4 * 2  # d_model, its 4 dimensions, base
-    assert len(explorer.states["readout"]) == 2 * 2 * 4 * 2
+def test_the_book_stores_the_figure_once_per_dimension_size_and_base(small_book):
+    assert len(small_book.states["figure"]) == 2 * 2 * 2  # d_model, dimension, base
+    assert len(small_book.states["readout"]) == 2 * 2 * 2 * 2  # and the position
 
 
-def test_every_stored_state_is_what_the_live_explorer_shows_for_its_values():
-    assert_book_matches_live(small)
+def test_every_stored_state_is_what_the_live_explorer_shows_for_its_values(small_book):
+    assert_book_matches_live(small, book=small_book)
