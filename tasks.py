@@ -292,7 +292,8 @@ def stable_widget_ids(notebook, salt: str):
 
     Models are numbered in a fixed order: depth-first from the widgets that the cells display,
     in cell order, following the ``IPY_MODEL_`` references inside each model's state; models
-    that nothing displayed come last, ordered by their content.
+    that nothing displayed come last, ordered by their content with each reference to a
+    displayed model written as its place in that order.
     """
     import nbformat
 
@@ -314,9 +315,16 @@ def stable_widget_ids(notebook, salt: str):
             view = output.get("data", {}).get(WIDGET_VIEW)
             if view:
                 visit(view["model_id"])
+    # The others (an explorer's links, say) by their content, each reference written as the
+    # displayed model's place: links that differ only in what they link stay apart, and
+    # renaming a renamed notebook changes nothing.
+    place = {model_id: index for index, model_id in enumerate(order)}
     rest = sorted(
         (model_id for model_id in state if model_id not in order),
-        key=lambda model_id: MODEL_REF.sub("", json.dumps(state[model_id], sort_keys=True)),
+        key=lambda model_id: MODEL_REF.sub(
+            lambda match: f"#{place.get(match.group(1), '')}",
+            json.dumps(state[model_id], sort_keys=True),
+        ),
     )
     renamed = {
         old: hashlib.sha256(f"{salt}:{index}".encode()).hexdigest()[:32]

@@ -274,3 +274,11 @@ def test_a_live_menu_offers_every_option_and_the_book_only_its_book_values():
     assert [value for _, value in live.controls["m"].options] == [1, 2, 3]
     book = Explorer(offered, parts, book=True)
     assert [value for _, value in book.controls["m"].options] == [1, 3]
+
+
+def test_a_parts_stacks_take_the_pages_width_and_a_controls_stack_a_controls():
+    toy = Toy(book=True)
+    words = toy.children[1].children[0]
+    assert words.layout.max_width == "340px"
+    readout = toy.parts["readout"]
+    assert readout.layout.max_width is None and readout.layout.width is None

@@ -505,8 +505,10 @@ class Explorer(widgets.VBox):
         options = spec.book_options(self._values(spec.depends, chosen))
         children = [self._tree(rest, {**chosen, name: i}, leaf) for i in range(len(options))]
         control = self._book.controls[name][tuple(chosen[p] for p in spec.depends)]
-        # A stack of controls takes a control's width; a stack of drawings the part's.
-        layout = self._layout if isinstance(children[0], widgets.ValueWidget) else self._book.layout
+        # A stack of a dependent control's widgets takes a control's width; a part's stacks
+        # the part's (the page's width).
+        is_control = "course-control" in getattr(children[0], "_dom_classes", ())
+        layout = self._layout if is_control else self._book.layout
         stack = widgets.Stack(children, selected_index=control.index, layout=layout)
         self._book.links.append(widgets.jsdlink((control, "index"), (stack, "selected_index")))
         return stack
