@@ -1,6 +1,7 @@
 """Specification of the explorers of the opening chapters: discretization, word neighbours and
 the word map over training epochs. Core ipywidgets only, checked in kernels with ipywidgets 8
-and 7.7 (Colab's)."""
+and 7.7 (Colab's); built for the book, each stores a state for every value its controls offer,
+and those states are what the live explorer shows."""
 
 from __future__ import annotations
 
@@ -9,23 +10,39 @@ import matplotlib
 matplotlib.use("Agg")
 
 import ipywidgets as widgets
+import matplotlib.pyplot as plt
 import pytest
 import torch
+from explorer_checks import assert_book_matches_live
 
 from conftest import render_in_kernel, used_widget_types
 from course_lib.data import WORD_CLASSES, synthetic_grammar_corpus
 from course_lib.discretize import synthetic_signal
 from course_lib.explorers.foundations import (
+    BOOK_FRAME_LENGTHS,
+    BOOK_NEIGHBOURS,
+    BOOK_VOCAB_SIZES,
     DiscretizationExplorer,
     WordMapExplorer,
     WordNeighboursExplorer,
+    book_epochs,
 )
 from course_lib.vocab import Vocabulary
 from course_lib.word2vec import train_word2vec
 
 CORE_WIDGETS_IN_7_7 = {
-    "VBox", "HBox", "HTML", "Output", "Dropdown", "IntSlider", "SelectionSlider",
+    "VBox", "HBox", "HTML", "HTMLMath", "Output", "Dropdown", "IntSlider", "SelectionSlider",
 }  # fmt: skip
+
+
+def offered(explorer, control):
+    """The values a book explorer's control offers (its first widget's options)."""
+    return [value for _, value in explorer.controls[control].options]
+
+
+def a_blank_figure(*_, **__):
+    """Stands in for a figure part's drawing where a test looks only at the book's keys."""
+    return plt.figure(figsize=(1, 1))
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +91,73 @@ def test_moving_the_vocabulary_slider_redraws_the_readout_and_caches_the_codeboo
     ids, rebuilt, _ = explorer.tokens(4, 40)
     assert ids.max() < 4 and rebuilt.shape == (1000,)
     assert explorer.tokens(4, 40)[0] is ids  # the second time comes from the cache
+
+
+def test_the_readout_counts_the_bits_of_the_token_ids_against_the_samples():
+    explorer = DiscretizationExplorer(synthetic_signal(1000), vocab_size=16, frame_length=40)
+    # 49 tokens of 4 bits; the samples as float32: 1000 * 32 bits
+    assert "in all <b>196 bits</b> of token ids" in explorer.readout.value
+    assert "32-bit floats: 32,000 bits" in explorer.readout.value
+
+
+def test_one_bit_per_token_is_said_in_the_singular():
+    explorer = DiscretizationExplorer(synthetic_signal(1000), vocab_size=2, frame_length=40)
+    assert "vocabulary of <b>2</b> (1 bit per token)" in explorer.readout.value
+
+
+def test_in_the_book_the_texts_are_as_wide_as_the_page_not_as_the_controls(runs, corpus):
+    vocab, _ = corpus
+    explorer = WordMapExplorer(runs, vocab, WORD_CLASSES, book=True, offer={"epoch": (0, 3)})
+    stacks = [explorer.parts["readout"], *explorer.parts["readout"].children]
+    assert all(stack.layout.max_width is None and stack.layout.width is None for stack in stacks)
+    assert explorer.controls["epoch"].layout.max_width == "340px"
+
+
+def test_the_discretization_figure_names_its_setting_and_snr():
+    explorer = DiscretizationExplorer(synthetic_signal(1000))
+    figure = explorer.draw(4, 20)
+    snr = explorer.tokens(4, 20)[2]
+    assert figure.axes[0].get_title() == f"k = 4, frames of 20 samples: SNR {snr:.1f} dB"
+    assert figure.axes[1].get_ylim() == (-0.5, 3.5)  # every token id of the vocabulary
+    plt.close(figure)
+
+
+def test_the_book_stores_a_readout_and_a_figure_per_vocabulary_and_frame_length():
+    offer = {"vocab_size": (2, 16), "frame_length": (20, 40)}
+    explorer = DiscretizationExplorer(synthetic_signal(1000), book=True, offer=offer)
+    keys = {(i, j) for i in range(2) for j in range(2)}
+    assert set(explorer.states["readout"]) == set(explorer.states["figure"]) == keys
+    assert explorer.state_values("figure", (0, 1)) == {"vocab_size": 2, "frame_length": 40}
+    assert "vocabulary of <b>2</b>" in explorer.states["readout"][0, 1].value
+
+
+def test_the_discretization_book_shows_what_the_live_explorer_computes():
+    offer = {"vocab_size": (4, 16, 64), "frame_length": (20, 40)}
+    assert_book_matches_live(
+        lambda book: DiscretizationExplorer(synthetic_signal(1000), book=book, offer=offer)
+    )
+
+
+def test_the_discretization_book_offers_every_vocabulary_and_frame_length(monkeypatch):
+    monkeypatch.setattr(DiscretizationExplorer, "draw", a_blank_figure)
+    explorer = DiscretizationExplorer(synthetic_signal(1000), book=True)
+    assert offered(explorer, "vocab_size") == list(BOOK_VOCAB_SIZES) == [2, 4, 8, 16, 32, 64, 128]
+    assert offered(explorer, "frame_length") == list(BOOK_FRAME_LENGTHS) == [10, 20, 40, 80]
+    assert (explorer.controls["vocab_size"].value, explorer.controls["frame_length"].value) == (
+        16, 40,
+    )  # fmt: skip
+
+
+def test_the_discretization_book_offers_the_first_values_and_at_least_three(monkeypatch):
+    monkeypatch.setattr(DiscretizationExplorer, "draw", a_blank_figure)
+    explorer = DiscretizationExplorer(
+        synthetic_signal(1000), vocab_sizes=(3, 5, 16), frame_lengths=(12, 40, 100),
+        vocab_size=5, frame_length=12, book=True,
+    )  # fmt: skip
+    # too few of the book's values among the choices: all the choices are offered
+    assert offered(explorer, "vocab_size") == [3, 5, 16]
+    assert offered(explorer, "frame_length") == [12, 40, 100]
+    assert explorer.controls["vocab_size"].value == 5
 
 
 @pytest.mark.parametrize(
@@ -143,6 +227,50 @@ def test_neighbours_explorer_refuses_an_unknown_word(runs, corpus):
         WordNeighboursExplorer({"w": runs["CBOW"].embeddings}, vocab, WORD_CLASSES, word="zebra")
 
 
+def test_the_bar_and_class_of_a_neighbour_are_green_in_its_class_and_red_outside(runs, corpus):
+    from course_lib._html import color
+
+    vocab, _ = corpus
+    explorer = WordNeighboursExplorer({"w": runs["CBOW"].embeddings}, vocab, WORD_CLASSES)
+    html = explorer.describe("w", "cat", 49)  # every other word: some in its class, most not
+    assert f"<td style='color:{color('pass')}'><i " in html
+    assert f"<td style='color:{color('fail')}'><i " in html
+
+
+def test_the_neighbours_book_stores_a_table_per_model_word_and_k(runs, corpus):
+    vocab, _ = corpus
+    tables = {name: result.embeddings for name, result in runs.items()}
+    explorer = WordNeighboursExplorer(tables, vocab, WORD_CLASSES, word="cat", k=6, book=True)
+    words = [w for words in WORD_CLASSES.values() for w in words if w in vocab]
+    assert offered(explorer, "model") == ["skip-gram", "CBOW"]
+    assert offered(explorer, "word") == words and len(words) >= 40  # every word
+    assert offered(explorer, "k") == list(BOOK_NEIGHBOURS) == [3, 6, 10]
+    assert explorer.controls["word"].value == "cat" and explorer.controls["k"].value == 6
+    assert len(explorer.states["table"]) == 2 * len(words) * 3
+    state = explorer.states["table"][1, words.index("bread"), 2]
+    assert "<b>bread</b> (food), CBOW" in state.value and state.value.count("<tr><td>") == 10
+
+
+def test_the_neighbours_book_adds_the_first_k_to_its_values(runs, corpus):
+    vocab, _ = corpus
+    explorer = WordNeighboursExplorer(
+        {"w": runs["CBOW"].embeddings}, vocab, WORD_CLASSES, k=4, book=True
+    )
+    assert offered(explorer, "k") == [3, 4, 6, 10]
+
+
+def test_the_neighbours_book_shows_what_the_live_explorer_computes(runs, corpus):
+    vocab, _ = corpus
+    tables = {name: result.embeddings for name, result in runs.items()}
+    offer = {"word": ("cat", "red", "the"), "k": (3, 6)}
+    assert_book_matches_live(
+        lambda book: WordNeighboursExplorer(
+            tables, vocab, WORD_CLASSES, word="cat", k=6, book=book, offer=offer
+        ),
+        most=12,
+    )
+
+
 # --- the word map over the epochs -------------------------------------------------------------
 
 
@@ -189,6 +317,61 @@ def test_word_map_refuses_an_epoch_without_a_snapshot(runs, corpus):
         ValueError, match=r"epoch must be one of the snapshot epochs \[0, 1, 2, 3\]"
     ):
         WordMapExplorer(runs, vocab, WORD_CLASSES, epoch=7)
+
+
+def test_the_word_map_readout_lists_the_words_whose_neighbour_is_of_another_class(runs, corpus):
+    vocab, _ = corpus
+    explorer = WordMapExplorer(runs, vocab, WORD_CLASSES)
+    before = explorer.describe("skip-gram", 0)
+    assert "nearest neighbour of another class: " in before and " &rarr; " in before
+    strays = explorer.strays["skip-gram", 0]
+    scored = sum(w in vocab for words in WORD_CLASSES.values() for w in words)
+    assert explorer.agreement["skip-gram", 0] == (scored - len(strays)) / scored
+    assert len(strays) > 10 and f"and {len(strays) - 10} more" in before
+
+
+def test_the_word_map_agreement_is_the_library_s(runs, corpus):
+    from course_lib.word2vec import neighbour_class_agreement
+
+    vocab, _ = corpus
+    explorer = WordMapExplorer(runs, vocab, WORD_CLASSES)
+    for epoch, table in runs["CBOW"].snapshots:
+        expected = neighbour_class_agreement(table, vocab, WORD_CLASSES)
+        assert explorer.agreement["CBOW", epoch] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    "epochs, offered_epochs",
+    [
+        (list(range(9)), [0, 1, 2, 4, 8]),
+        (list(range(4)), [0, 1, 2, 3]),
+        ([0, 5, 10], [0, 5, 10]),
+        (list(range(0, 21, 2)), [0, 2, 4, 8, 16, 20]),
+    ],
+)
+def test_the_book_offers_the_early_epochs_doubling_and_the_last(epochs, offered_epochs):
+    assert book_epochs(epochs) == offered_epochs
+
+
+def test_the_word_map_book_stores_a_readout_and_a_figure_per_run_and_epoch(runs, corpus):
+    vocab, _ = corpus
+    explorer = WordMapExplorer(runs, vocab, WORD_CLASSES, epoch=2, book=True)
+    assert offered(explorer, "run") == ["skip-gram", "CBOW"]
+    assert offered(explorer, "epoch") == [0, 1, 2, 3]
+    assert explorer.controls["epoch"].value == 2
+    keys = {(r, e) for r in range(2) for e in range(4)}
+    assert set(explorer.states["readout"]) == set(explorer.states["figure"]) == keys
+    assert "<b>CBOW, epoch 0</b> (before training)" in explorer.states["readout"][1, 0].value
+
+
+def test_the_word_map_book_shows_what_the_live_explorer_computes(runs, corpus):
+    vocab, _ = corpus
+    assert_book_matches_live(
+        lambda book: WordMapExplorer(
+            runs, vocab, WORD_CLASSES, book=book, offer={"epoch": (0, 1, 3)}
+        ),
+        most=4,
+    )
 
 
 # --- in a kernel, with ipywidgets 8 and 7.7 ---------------------------------------------------

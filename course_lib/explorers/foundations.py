@@ -1,7 +1,8 @@
 """Interactive explorers for the chapters, built from core ipywidgets only.
 
-They work with ipywidgets 7.7 (what Google Colab ships) and 8. In the HTML book a widget shows
-the state it was saved with; open the chapter in Colab or Jupyter to move its controls.
+They work with ipywidgets 7.7 (what Google Colab ships) and 8, live in a kernel. Built for the
+book (:mod:`course_lib.explorers.base`), each stores the states of its prepared values, so that
+its controls also move in the HTML book, with no kernel.
 """
 
 from __future__ import annotations
@@ -14,13 +15,20 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 from torch import Tensor
 
 from course_lib._checks import shape_of
 from course_lib._html import block, color
-from course_lib._layout import control_row, fitting
 from course_lib.discretize import Codebook, frame_signal, overlap_add, reconstruction_snr
-from course_lib.explorers.base import Control, Explorer, figure_part, slider, text_part
+from course_lib.explorers.base import (
+    Control,
+    Explorer,
+    figure_part,
+    menu,
+    slider,
+    text_part,
+)
 from course_lib.plotting import (
     plot_encoding_heatmap,
     plot_encoding_waves,
@@ -31,7 +39,6 @@ from course_lib.vocab import Vocabulary
 from course_lib.word2vec import (
     Word2VecResult,
     nearest_neighbours,
-    neighbour_class_agreement,
     pca_2d,
 )
 
@@ -40,11 +47,9 @@ __all__ = [
     "PositionalEncodingExplorer",
     "WordMapExplorer",
     "WordNeighboursExplorer",
+    "book_epochs",
     "positional_encoding_explorer",
 ]
-
-_WIDE = fitting("340px")
-_LABEL = {"description_width": "90px"}
 
 
 class PositionalEncodingExplorer(Explorer):
@@ -187,17 +192,53 @@ def positional_encoding_explorer(**kwargs) -> PositionalEncodingExplorer:
     return PositionalEncodingExplorer(**kwargs)
 
 
+def _widen_texts(explorer: Explorer) -> None:
+    """Give the book's stacks of states the page's width, as the live parts have.
+
+    The engine lays a stack of HTML states out like a stack of controls (at most the
+    controls' width, 340 px): an ``HTMLMath`` is a value widget too. A readout or a table would
+    then wrap in a narrow column in the book only; here every stack of a part gets one layout
+    without a width (the one a stack of figures has anyway).
+    """
+    if not explorer.book:
+        return
+    wide = widgets.Layout()
+    stacks = list(explorer.parts.values())
+    while stacks:
+        stack = stacks.pop()
+        if isinstance(stack, widgets.Stack):
+            stack.layout = wide
+            stacks.extend(stack.children)
+
+
 # --- discretization (chapter "Transformers at a glance") -----------------------------------
 
+BOOK_VOCAB_SIZES = (2, 4, 8, 16, 32, 64, 128)
+"""The vocabulary sizes the book's slider offers (those among the explorer's choices)."""
+BOOK_FRAME_LENGTHS = (10, 20, 40, 80)
+"""The frame lengths the book's slider offers (those among the explorer's choices)."""
 
-class DiscretizationExplorer(widgets.VBox):
-    """Turn a signal into tokens with a k-means codebook and listen, by eye, to what is left.
+
+def _among(offered: Sequence, choices: Sequence, first) -> list:
+    """The ``offered`` values that are ``choices``, with ``first``; all the choices when
+    fewer than three of them are offered."""
+    chosen = sorted({value for value in offered if value in choices} | {first})
+    return chosen if len(chosen) >= 3 else list(choices)
+
+
+class DiscretizationExplorer(Explorer):
+    """Turn a signal into tokens with a k-means codebook and see, by eye, what is left.
 
     Two sliders choose the vocabulary size ``k`` and the frame length (frames overlap by half:
-    the hop is half the frame length). The figure shows the signal with its reconstruction
-    from the tokens (decoded and overlap-added), and below it the token ids. The readout gives
-    the number of tokens and the signal-to-noise ratio of the reconstruction. Codebooks are
-    learned when a setting is first chosen and kept, so going back is instant.
+    the hop is half the frame length). Parts: ``readout``, the number of tokens, the bits per
+    token and in all (against the bits of the samples themselves) and the signal-to-noise ratio
+    of the reconstruction; ``figure``, the signal with its reconstruction from the tokens
+    (decoded and overlap-added) and below it the token ids. A codebook is learned once per
+    setting and kept, so both parts, and going back to a setting, reuse it.
+
+    In the book the sliders offer :data:`BOOK_VOCAB_SIZES` and :data:`BOOK_FRAME_LENGTHS`
+    (those among ``vocab_sizes`` and ``frame_lengths``, with the first values); the book stores
+    a readout and a figure for each pair.
 
     Args:
         signal: 1-D float tensor ``(num_samples,)``.
@@ -206,11 +247,11 @@ class DiscretizationExplorer(widgets.VBox):
         frame_lengths: the choices of frame length, in samples (even numbers).
         vocab_size, frame_length: the initial choices.
         seconds_shown: how much of the signal the figure shows, from the start.
+        book, offer: see :class:`~course_lib.explorers.base.Explorer`.
 
     Attributes:
-        vocab_size, frame_length: the two ``SelectionSlider`` widgets.
-        readout: an HTML widget with the token count and the SNR.
-        output: the Output widget holding the figure.
+        vocab_size, frame_length: the two sliders (``SelectionSlider`` widgets).
+        readout, figure: the parts (live: an ``HTMLMath`` and an ``Output`` widget).
     """
 
     def __init__(
@@ -222,6 +263,9 @@ class DiscretizationExplorer(widgets.VBox):
         vocab_size: int = 16,
         frame_length: int = 40,
         seconds_shown: float = 1.0,
+        *,
+        book: bool | None = None,
+        offer: Mapping[str, Sequence] | None = None,
     ) -> None:
         if not isinstance(signal, Tensor) or signal.dim() != 1 or not signal.is_floating_point():
             raise ValueError("signal must be a 1-D floating-point tensor (num_samples,)")
@@ -237,21 +281,25 @@ class DiscretizationExplorer(widgets.VBox):
         self.sample_rate = sample_rate
         self.seconds_shown = seconds_shown
         self._cache: dict[tuple[int, int], tuple[Tensor, Tensor, float]] = {}
-        self.vocab_size = widgets.SelectionSlider(
-            options=list(vocab_sizes), value=vocab_size, description="vocabulary $k$",
-            continuous_update=False, layout=_WIDE, style=_LABEL,
-        )  # fmt: skip
-        self.frame_length = widgets.SelectionSlider(
-            options=list(frame_lengths), value=frame_length, description="frame length",
-            continuous_update=False, layout=_WIDE, style=_LABEL,
-        )  # fmt: skip
-        self.readout = widgets.HTML()
-        self.output = widgets.interactive_output(
-            self._draw, {"vocab_size": self.vocab_size, "frame_length": self.frame_length}
-        )
-        super().__init__(
-            [control_row([self.vocab_size, self.frame_length]), self.readout, self.output]
-        )
+        sizes, lengths = list(vocab_sizes), list(frame_lengths)
+        controls = [
+            slider("vocab_size", "vocabulary $k$", vocab_size,
+                   _among(BOOK_VOCAB_SIZES, sizes, vocab_size),
+                   lambda: widgets.SelectionSlider(options=sizes, value=vocab_size,
+                                                   description="vocabulary $k$",
+                                                   continuous_update=False)),
+            slider("frame_length", "frame length", frame_length,
+                   _among(BOOK_FRAME_LENGTHS, lengths, frame_length),
+                   lambda: widgets.SelectionSlider(options=lengths, value=frame_length,
+                                                   description="frame length",
+                                                   continuous_update=False)),
+        ]  # fmt: skip
+        parts = [
+            text_part("readout", ("vocab_size", "frame_length"), self.describe),
+            figure_part("figure", ("vocab_size", "frame_length"), self.draw),
+        ]
+        super().__init__(controls, parts, book=book, offer=offer)
+        _widen_texts(self)
 
     def tokens(self, vocab_size: int, frame_length: int) -> tuple[Tensor, Tensor, float]:
         """Token ids ``(num_frames,)``, the reconstruction ``(num_samples,)`` and its SNR."""
@@ -266,19 +314,23 @@ class DiscretizationExplorer(widgets.VBox):
         return self._cache[key]
 
     def describe(self, vocab_size: int, frame_length: int) -> str:
-        """The token count, the bits per token and the SNR, as HTML."""
+        """The token count, the bits per token and in all, and the SNR, as HTML."""
         ids, _, snr = self.tokens(vocab_size, frame_length)
         shown = ", ".join(str(i) for i in ids[:12].tolist())
+        bits = math.log2(vocab_size)
+        samples = self.signal.numel()
         return (
-            f"{self.signal.numel()} samples &rarr; <b>{ids.numel()} tokens</b> (frames of "
+            f"{samples} samples &rarr; <b>{ids.numel()} tokens</b> (frames of "
             f"{frame_length} samples, hop {frame_length // 2}) from a vocabulary of "
-            f"<b>{vocab_size}</b> ({math.log2(vocab_size):.0f} bits per token); "
-            f"reconstruction SNR <b>{snr:.1f} dB</b><br>first token ids: {shown}, ..."
+            f"<b>{vocab_size}</b> ({bits:.0f} bit{'' if bits == 1 else 's'} per token); "
+            f"reconstruction SNR <b>{snr:.1f} dB</b><br>"
+            f"in all <b>{ids.numel() * bits:,.0f} bits</b> of token ids (the samples as "
+            f"32-bit floats: {samples * 32:,} bits); first token ids: {shown}, ..."
         )
 
-    def _draw(self, vocab_size: int, frame_length: int) -> None:
-        self.readout.value = self.describe(vocab_size, frame_length)
-        ids, rebuilt, _ = self.tokens(vocab_size, frame_length)
+    def draw(self, vocab_size: int, frame_length: int) -> Figure:
+        """The signal and its reconstruction, and the token ids below, over time."""
+        ids, rebuilt, snr = self.tokens(vocab_size, frame_length)
         shown = min(self.signal.numel(), int(self.seconds_shown * self.sample_rate))
         time = torch.arange(shown) / self.sample_rate
         fig, (ax_wave, ax_ids) = plt.subplots(
@@ -287,16 +339,22 @@ class DiscretizationExplorer(widgets.VBox):
         ax_wave.plot(time, self.signal[:shown], color="#999999", linewidth=1.5, label="signal")
         ax_wave.plot(time, rebuilt[:shown], color="C3", linewidth=1, label="from the tokens")
         ax_wave.set_ylabel("amplitude")
+        ax_wave.set_title(
+            f"k = {vocab_size}, frames of {frame_length} samples: SNR {snr:.1f} dB",
+            fontsize="medium",
+        )
         ax_wave.legend(loc="upper right", fontsize="small")
         hop = frame_length // 2
         starts = torch.arange(ids.numel()) * hop / self.sample_rate
         inside = starts < shown / self.sample_rate
         ax_ids.step(starts[inside], ids[inside], where="post", color="C0")
+        ax_ids.set_ylim(-0.5, vocab_size - 0.5)
+        ax_ids.yaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
         ax_ids.set_ylabel("token id")
         ax_ids.set_xlabel("time (s)")
-        fig.tight_layout()
-        plt.show()
-        plt.close(fig)
+        # fixed margins: the same layout in every state, without tight_layout's cost
+        fig.subplots_adjust(left=0.1, right=0.98, top=0.92, bottom=0.13, hspace=0.12)
+        return fig
 
 
 # --- word embeddings (chapter "Input embeddings") -------------------------------------------
@@ -314,8 +372,20 @@ def _check_runs(tables: Mapping[str, Tensor], vocab: Vocabulary) -> None:
             )
 
 
-class WordNeighboursExplorer(widgets.VBox):
+BOOK_NEIGHBOURS = (3, 6, 10)
+"""The numbers of neighbours the book's slider offers (with the explorer's first one)."""
+
+
+class WordNeighboursExplorer(Explorer):
     """Pick a word and see its nearest neighbours by cosine similarity, with their classes.
+
+    Part ``table``: the ``k`` nearest neighbours of the word in the chosen table, each with its
+    cosine similarity as a number and a bar, and its class (the bar and the class in green when
+    it is the word's own class, in red otherwise).
+
+    In the book the menus offer every table and every word of ``word_classes`` (a text each is
+    cheap) and the slider :data:`BOOK_NEIGHBOURS` (up to the number of other words, with the
+    first ``k``).
 
     Args:
         embeddings: name -> embedding table ``(len(vocab), dim)``, e.g. one per method.
@@ -323,11 +393,11 @@ class WordNeighboursExplorer(widgets.VBox):
         word_classes: class name -> its words (:data:`course_lib.data.WORD_CLASSES`).
         word: the word shown first (default: the first word of the first class).
         k: how many neighbours to list first.
+        book, offer: see :class:`~course_lib.explorers.base.Explorer`.
 
     Attributes:
-        model, word: ``Dropdown`` widgets; k: an ``IntSlider``.
-        table: an HTML widget with the neighbours (it needs no kernel to be read, so the
-            HTML book shows the initial table).
+        model, word: the menus (``Dropdown`` widgets); k: the slider (live an ``IntSlider``).
+        table: the part (live: an ``HTMLMath`` widget).
     """
 
     def __init__(
@@ -337,6 +407,9 @@ class WordNeighboursExplorer(widgets.VBox):
         word_classes: Mapping[str, Sequence[str]],
         word: str | None = None,
         k: int = 5,
+        *,
+        book: bool | None = None,
+        offer: Mapping[str, Sequence] | None = None,
     ) -> None:
         _check_runs(embeddings, vocab)
         self.embeddings = dict(embeddings)
@@ -353,21 +426,21 @@ class WordNeighboursExplorer(widgets.VBox):
         others = len(vocab) - len(vocab.special_ids) - 1
         if not 1 <= k <= others:
             raise ValueError(f"k must be between 1 and {others}, got {k}")
-        self.model = widgets.Dropdown(
-            options=list(self.embeddings), description="embeddings", layout=_WIDE, style=_LABEL
-        )
-        self.word = widgets.Dropdown(
-            options=choices, value=word, description="word", layout=_WIDE, style=_LABEL
-        )
-        self.k = widgets.IntSlider(
-            value=k, min=1, max=min(others, 20), description="neighbours $k$",
-            continuous_update=False, layout=_WIDE, style=_LABEL,
-        )  # fmt: skip
-        self.table = widgets.HTML()
-        for control in (self.model, self.word, self.k):
-            control.observe(self._update, names="value")
-        self._update()
-        super().__init__([control_row([self.model, self.word]), self.k, self.table])
+        most = min(others, 20)
+        counts = sorted({n for n in BOOK_NEIGHBOURS if n <= most} | {k})
+        names = [(name, name) for name in self.embeddings]
+        controls = [
+            menu("model", "embeddings", names[0][1], names),
+            menu("word", "word", word, choices),
+            slider("k", "neighbours $k$", k, counts,
+                   lambda: widgets.IntSlider(value=k, min=1, max=max(most, k),
+                                             description="neighbours $k$",
+                                             continuous_update=False)),
+        ]  # fmt: skip
+        parts = [text_part("table", ("model", "word", "k"), self.describe)]
+        rows = [["model", "word"], ["k"]]
+        super().__init__(controls, parts, rows, book=book, offer=offer)
+        _widen_texts(self)
 
     def describe(self, model: str, word: str, k: int) -> str:
         """The ``k`` nearest neighbours of ``word`` in table ``model``, as an HTML table."""
@@ -378,12 +451,12 @@ class WordNeighboursExplorer(widgets.VBox):
             kind = self.class_of.get(other, "-")
             colour = color("pass") if own is not None and kind == own else color("fail")
             bar = max(0.0, similarity) * 120
+            # the bar's border takes the cell's colour: the colour is written once a row
             rows.append(
                 f"<tr><td>{rank}</td><td><b>{html.escape(other)}</b></td>"
-                f"<td style='color:{colour}'>{html.escape(kind)}</td>"
-                f"<td style='text-align:right'>{similarity:+.3f}</td>"
-                f"<td><div style='background:{colour};height:9px;width:{bar:.0f}px'></div></td>"
-                "</tr>"
+                f"<td align=right>{similarity:+.3f}</td><td style='color:{colour}'><i "
+                f"style='display:inline-block;border-left:{bar:.0f}px solid;height:9px'></i> "
+                f"{html.escape(kind)}</td></tr>"
             )
         same = sum(self.class_of.get(o) == own for o, _ in neighbours) if own else 0
         header = (
@@ -391,20 +464,34 @@ class WordNeighboursExplorer(widgets.VBox):
             f" {same} of {len(neighbours)} nearest neighbours are of the same class"
         )
         return block(
-            f"<div>{header}</div><table><tr><th>#</th><th>word</th><th>class</th>"
-            f"<th>cosine</th><th></th></tr>{''.join(rows)}</table>"
+            f"<div>{header}</div><table><tr><th>#</th><th>word</th><th>cosine</th>"
+            f"<th>class</th></tr>{''.join(rows)}</table>"
         )
 
-    def _update(self, change: dict | None = None) -> None:
-        self.table.value = self.describe(self.model.value, self.word.value, self.k.value)
+
+def book_epochs(epochs: Sequence[int]) -> list[int]:
+    """The snapshot epochs the book's slider offers: 0, 1, 2, 4, 8, ... (those that are
+    snapshots) and the last, so that the early epochs, where most happens, are there (at least
+    three epochs when there are three snapshots)."""
+    doubling = {0, *(2**n for n in range(max(epochs[-1], 1).bit_length() + 1))}
+    chosen = {e for e in epochs if e in doubling} | {epochs[-1]}
+    if len(chosen) < min(3, len(epochs)):  # snapshots far apart: the first, middle and last
+        chosen |= {epochs[0], epochs[len(epochs) // 2]}
+    return sorted(chosen)
 
 
-class WordMapExplorer(widgets.VBox):
+class WordMapExplorer(Explorer):
     """A slider over the training epochs showing the words in 2-D as they move into classes.
 
-    The 2-D coordinates (:func:`course_lib.word2vec.pca_2d` of each snapshot) and the share of
-    words whose nearest neighbour is of their own class are computed once, when the explorer
-    is built, so moving the slider only redraws.
+    Parts: ``readout``, the run and epoch, that epoch's loss, the share of words whose nearest
+    neighbour is of their own class and the words whose nearest neighbour is not;
+    ``figure``, the words at their 2-D coordinates (:func:`course_lib.word2vec.pca_2d` of the
+    snapshot), one colour per class. The coordinates and the neighbours of every snapshot are
+    computed once, when the explorer is built, so moving a control only redraws.
+
+    In the book the menu offers every run and the slider :func:`book_epochs` of the snapshot
+    epochs (with the first epoch shown); the book stores a readout and a figure per run and
+    epoch.
 
     Args:
         runs: name -> the result of :func:`course_lib.word2vec.train_word2vec` trained with
@@ -412,11 +499,12 @@ class WordMapExplorer(widgets.VBox):
         vocab: the vocabulary the rows belong to.
         word_classes: class name -> its words.
         epoch: the snapshot shown first (default: the last).
+        book, offer: see :class:`~course_lib.explorers.base.Explorer`.
 
     Attributes:
-        run: a ``Dropdown``; epoch: a ``SelectionSlider`` over the snapshot epochs.
-        readout: an HTML widget with the epoch, its loss and the class agreement.
-        output: the Output widget holding the figure.
+        run: the menu (a ``Dropdown``); epoch: the slider (a ``SelectionSlider`` over the
+            snapshot epochs).
+        readout, figure: the parts (live: an ``HTMLMath`` and an ``Output`` widget).
     """
 
     def __init__(
@@ -425,6 +513,9 @@ class WordMapExplorer(widgets.VBox):
         vocab: Vocabulary,
         word_classes: Mapping[str, Sequence[str]],
         epoch: int | None = None,
+        *,
+        book: bool | None = None,
+        offer: Mapping[str, Sequence] | None = None,
     ) -> None:
         if not runs:
             raise ValueError("give at least one training run, e.g. {'skip-gram': result}")
@@ -450,35 +541,56 @@ class WordMapExplorer(widgets.VBox):
         self.losses = {name: result.losses for name, result in runs.items()}
         self.coords: dict[tuple[str, int], Tensor] = {}
         self.agreement: dict[tuple[str, int], float] = {}
+        self.strays: dict[tuple[str, int], list[tuple[str, str]]] = {}
+        class_of = {w: name for name, words in word_classes.items() for w in words}
+        scored = [w for w in class_of if w in vocab]
         first = len(vocab.special_ids)
         for name, result in runs.items():
             for e, table in result.snapshots:
                 self.coords[name, e] = pca_2d(table[first:])
-                self.agreement[name, e] = neighbour_class_agreement(table, vocab, word_classes)
-        self.run = widgets.Dropdown(
-            options=list(runs), description="embeddings", layout=_WIDE, style=_LABEL
-        )
-        self.epoch = widgets.SelectionSlider(
-            options=epochs, value=epoch, description="epoch",
-            continuous_update=False, layout=_WIDE, style=_LABEL,
-        )  # fmt: skip
-        self.readout = widgets.HTML()
-        self.output = widgets.interactive_output(self._draw, {"run": self.run, "epoch": self.epoch})
-        super().__init__([control_row([self.run, self.epoch]), self.readout, self.output])
+                nearest = {w: nearest_neighbours(table, vocab, w, 1)[0][0] for w in scored}
+                self.strays[name, e] = [
+                    (w, n) for w, n in nearest.items() if class_of.get(n) != class_of[w]
+                ]
+                self.agreement[name, e] = (len(scored) - len(self.strays[name, e])) / len(scored)
+        names = [(name, name) for name in runs]
+        offered = sorted({*book_epochs(epochs), epoch})
+        controls = [
+            menu("run", "embeddings", names[0][1], names),
+            slider("epoch", "epoch", epoch, offered,
+                   lambda: widgets.SelectionSlider(options=epochs, value=epoch,
+                                                   description="epoch",
+                                                   continuous_update=False)),
+        ]  # fmt: skip
+        parts = [
+            text_part("readout", ("run", "epoch"), self.describe),
+            figure_part("figure", ("run", "epoch"), self.draw),
+        ]
+        super().__init__(controls, parts, book=book, offer=offer)
+        _widen_texts(self)
 
     def describe(self, run: str, epoch: int) -> str:
-        """The epoch, the loss of that epoch and the class agreement, as HTML."""
+        """The epoch, its loss, the class agreement and the words that stray, as HTML."""
         loss = "before training" if epoch == 0 else f"mean loss {self.losses[run][epoch - 1]:.3f}"
         share = self.agreement[run, epoch]
+        strays = self.strays[run, epoch]
+        if not strays:
+            listed = "every classified word has a neighbour of its own class"
+        else:
+            shown = ", ".join(f"{html.escape(w)} &rarr; {html.escape(n)}" for w, n in strays[:10])
+            more = f" and {len(strays) - 10} more" if len(strays) > 10 else ""
+            listed = f"nearest neighbour of another class: {shown}{more}"
         return (
             f"<b>{html.escape(run)}, epoch {epoch}</b> ({loss}): for <b>{share:.0%}</b> of the "
-            "words the nearest neighbour is a word of the same class"
+            f"words the nearest neighbour is a word of the same class<br>{listed}"
         )
 
-    def _draw(self, run: str, epoch: int) -> None:
-        self.readout.value = self.describe(run, epoch)
+    def draw(self, run: str, epoch: int) -> Figure:
+        """The words of the snapshot in 2-D, one colour per class."""
         fig, ax = plt.subplots(figsize=(5.8, 4.8))
-        plot_word_map(self.coords[run, epoch], self.words, self.word_classes, ax)
-        fig.tight_layout()
-        plt.show()
-        plt.close(fig)
+        plot_word_map(
+            self.coords[run, epoch], self.words, self.word_classes, ax,
+            title=f"{run}, epoch {epoch}",
+        )  # fmt: skip
+        fig.subplots_adjust(left=0.12, right=0.74, top=0.92, bottom=0.12)
+        return fig
