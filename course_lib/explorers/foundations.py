@@ -192,25 +192,6 @@ def positional_encoding_explorer(**kwargs) -> PositionalEncodingExplorer:
     return PositionalEncodingExplorer(**kwargs)
 
 
-def _widen_texts(explorer: Explorer) -> None:
-    """Give the book's stacks of states the page's width, as the live parts have.
-
-    The engine lays a stack of HTML states out like a stack of controls (at most the
-    controls' width, 340 px): an ``HTMLMath`` is a value widget too. A readout or a table would
-    then wrap in a narrow column in the book only; here every stack of a part gets one layout
-    without a width (the one a stack of figures has anyway).
-    """
-    if not explorer.book:
-        return
-    wide = widgets.Layout()
-    stacks = list(explorer.parts.values())
-    while stacks:
-        stack = stacks.pop()
-        if isinstance(stack, widgets.Stack):
-            stack.layout = wide
-            stacks.extend(stack.children)
-
-
 # --- discretization (chapter "Transformers at a glance") -----------------------------------
 
 BOOK_VOCAB_SIZES = (2, 4, 8, 16, 32, 64, 128)
@@ -299,7 +280,6 @@ class DiscretizationExplorer(Explorer):
             figure_part("figure", ("vocab_size", "frame_length"), self.draw),
         ]
         super().__init__(controls, parts, book=book, offer=offer)
-        _widen_texts(self)
 
     def tokens(self, vocab_size: int, frame_length: int) -> tuple[Tensor, Tensor, float]:
         """Token ids ``(num_frames,)``, the reconstruction ``(num_samples,)`` and its SNR."""
@@ -440,7 +420,6 @@ class WordNeighboursExplorer(Explorer):
         parts = [text_part("table", ("model", "word", "k"), self.describe)]
         rows = [["model", "word"], ["k"]]
         super().__init__(controls, parts, rows, book=book, offer=offer)
-        _widen_texts(self)
 
     def describe(self, model: str, word: str, k: int) -> str:
         """The ``k`` nearest neighbours of ``word`` in table ``model``, as an HTML table."""
@@ -567,7 +546,6 @@ class WordMapExplorer(Explorer):
             figure_part("figure", ("run", "epoch"), self.draw),
         ]
         super().__init__(controls, parts, book=book, offer=offer)
-        _widen_texts(self)
 
     def describe(self, run: str, epoch: int) -> str:
         """The epoch, its loss, the class agreement and the words that stray, as HTML."""
