@@ -328,3 +328,10 @@ def test_the_live_decoder_position_follows_the_typed_target_and_keeps_its_place(
     explorer.target.value = "4 1"
     assert explorer.position.value == 2
     assert "<b>position 2</b> reads &lt;bos&gt; 4 1" in explorer.readout.value
+
+
+def test_the_books_readouts_take_the_page_width_not_the_controls():
+    explorer = token_explorer(prepared=["5 9"], book=True)
+    stacks = [explorer.parts["readout"], *explorer.parts["readout"].children]
+    assert all(stack.layout.max_width is None for stack in stacks)
+    assert explorer.controls["sentence"].layout.max_width == "340px"

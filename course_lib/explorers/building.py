@@ -24,6 +24,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 from torch import Tensor
 
 from course_lib._devices import device_of
@@ -152,8 +153,10 @@ class NormOrderExplorer(Explorer):
     ``layers`` slider offers :data:`BOOK_LAYERS`.
 
     Attributes:
-        order, layers, residual, final_norm: the controls.
-        readout, figure: the parts (live: an ``HTMLMath`` and an ``Output`` widget).
+        order, layers, residual, final_norm: live, the controls (in the book:
+            :attr:`controls`).
+        readout, figure: live, the parts, an ``HTMLMath`` and an ``Output`` widget (in the
+            book: :attr:`parts`, and the stored states in :attr:`states`).
     """
 
     def __init__(
@@ -189,10 +192,21 @@ class NormOrderExplorer(Explorer):
             text_part("readout", everything, self._describe),
             figure_part("figure", everything, self.draw),
         ]
-        rows = [["order"], ["layers", "residual", "final_norm"]]
+        rows = [["order", "layers"], ["residual", "final_norm"]]
         super().__init__(controls, parts, rows, book=book, offer=offer, label_width="110px")
         if not self.book:
             self.order.observe(self._on_order, names="value")
+            return
+        _widen_text_parts(self)
+        # The book's buttons: narrow enough for two controls a row, whole labels beside them
+        # (a ToggleButtons widget puts its label above its buttons otherwise).
+        unshrunk = widgets.Layout(display="flex", align_items="center", flex="0 0 auto")
+        for name in ("order", "residual", "final_norm"):
+            self.controls[name].layout = unshrunk
+        self.controls["order"].style.button_width = "90px"
+        for name in ("residual", "final_norm"):
+            self.controls[name].style.button_width = "60px"
+            self.controls[name].style.description_width = "initial"
 
     def _on_order(self, change: dict) -> None:
         self.final_norm.value = change["new"] == "pre-norm"  # each order's usual choice
@@ -236,6 +250,8 @@ class NormOrderExplorer(Explorer):
             ax_rms.plot(depth, values["rms"].numpy(), marker="o", ms=3, label=name, **style)
             ax_grad.semilogy(depth, values["gradient"].clamp_min(1e-30).numpy(), marker="o",
                              ms=3, label=name, **style)  # fmt: skip
+        for ax in (ax_rms, ax_grad):
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # layers are whole
         ax_rms.set_xlabel("layer")
         ax_rms.set_ylabel("RMS of the residual stream")
         ax_rms.set_ylim(bottom=0)
@@ -263,6 +279,26 @@ def _sentence(text: str) -> str:
     """A typed sentence with single spaces between its tokens; ValueError if it has too few
     or too many tokens."""
     return " ".join(_tokens(text))
+
+
+def _widen_text_parts(explorer: Explorer) -> None:
+    """In the book, let the stacks of a text part take the page's width, as its states do.
+
+    (A workaround: the engine gives a stack of ``HTMLMath`` states, value widgets, the
+    controls' layout, at most 340 px wide, which squeezes a readout's table.)"""
+    if not explorer.book:
+        return
+    wide = widgets.Layout()
+
+    def widen(widget: widgets.Widget) -> None:
+        if isinstance(widget, widgets.Box):  # a Stack
+            widget.layout = wide
+            for child in widget.children:
+                widen(child)
+
+    for name, states in explorer.states.items():
+        if states and not isinstance(next(iter(states.values())), widgets.Output):
+            widen(explorer.parts[name])
 
 
 def _replace_options(
@@ -300,7 +336,8 @@ class TokenPathExplorer(Explorer):
     every token of the chosen sentence.
 
     Attributes:
-        sentence, token: the controls; readout, figure: the parts.
+        sentence, token: live, the controls; readout, figure: live, the parts (in the book:
+            :attr:`controls`, :attr:`parts` and :attr:`states`).
     """
 
     def __init__(
@@ -339,6 +376,7 @@ class TokenPathExplorer(Explorer):
         super().__init__(controls, parts, rows, book=book, offer=offer, label_width="110px")
         if not self.book:
             self.sentence.observe(self._on_sentence, names="value")
+        _widen_text_parts(self)
 
     def _on_sentence(self, change: dict) -> None:
         # Live only: the token menu follows the typed sentence, keeping its place.
@@ -423,8 +461,9 @@ class TokenPathExplorer(Explorer):
         num_layers, num_heads = len(weights), weights[0].size(0)
         path_height = max(2.4, 0.32 * len(names) + 0.6)  # the vector above the attention
         fig = plt.figure(figsize=(7.2, path_height + 1.8 * num_layers + 0.8))
-        grid = fig.add_gridspec(num_layers + 1, 1, height_ratios=[path_height] + [1.6] * num_layers)
-        ax_path = fig.add_subplot(grid[0, 0])
+        outer = fig.add_gridspec(2, 1, height_ratios=[path_height, 1.8 * num_layers])
+        grid = outer[1, 0].subgridspec(num_layers, 1, hspace=0.12)  # the layers close together
+        ax_path = fig.add_subplot(outer[0, 0])
         limit = float(path.abs().max())
         image = ax_path.imshow(to_numpy(path), aspect="auto", cmap="RdBu_r", vmin=-limit,
                                vmax=limit)  # fmt: skip
@@ -435,7 +474,7 @@ class TokenPathExplorer(Explorer):
         width = 0.8 / num_heads
         positions = np.arange(len(tokens))
         for number, w in enumerate(weights):
-            ax = fig.add_subplot(grid[number + 1, 0])
+            ax = fig.add_subplot(grid[number, 0])
             for head in range(num_heads):
                 ax.bar(positions + (head - (num_heads - 1) / 2) * width, to_numpy(w[head, token]),
                        width, label=f"head {head + 1}")  # fmt: skip
@@ -472,7 +511,9 @@ class DecoderExplorer(Explorer):
     book's position slider follows the source.
 
     Attributes:
-        source, target, position: the controls; readout, figure: the parts.
+        source, target, position: live, the controls; readout, figure: live, the parts (in
+            the book: :attr:`controls`, :attr:`parts` and :attr:`states`).
+        pairs: the book's sources, each with its ``(target, note)`` pairs.
     """
 
     def __init__(
@@ -526,6 +567,7 @@ class DecoderExplorer(Explorer):
         super().__init__(controls, parts, rows, book=book, offer=offer, label_width="110px")
         if not self.book:
             self.target.observe(self._on_target, names="value")
+        _widen_text_parts(self)
 
     @staticmethod
     def _inputs(target_tokens: list[str]) -> list[str]:
