@@ -7,29 +7,44 @@
 - :class:`DecoderExplorer`: one target position of a trained Transformer under teacher
   forcing: its masked self-attention, its cross-attention and its output distribution.
 
-They work with ipywidgets 7.7 (what Google Colab ships) and 8. In the HTML book a widget shows
-the state it was saved with; open the chapter in Colab or Jupyter to move its controls.
+They run on the engine of :mod:`course_lib.explorers.base`: live from Python in Jupyter,
+JupyterLab and Colab (ipywidgets 8 and 7.7), and, when a chapter is executed for the book, as
+states computed for prepared values and stored with the chapter, which the HTML book switches
+between with no kernel.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 from torch import Tensor
 
 from course_lib._devices import device_of
-from course_lib._layout import control_row, fitting
+from course_lib._layout import fitting
 from course_lib.encoder import Encoder, EncoderLayer
+from course_lib.explorers.base import (
+    Control,
+    Explorer,
+    figure_part,
+    slider,
+    switch,
+    text_box,
+    text_part,
+)
 from course_lib.plotting import to_numpy
 from course_lib.transformer import Transformer
 from course_lib.vocab import Vocabulary
 
 __all__ = [
+    "BOOK_LAYERS",
     "DecoderExplorer",
     "NormOrderExplorer",
     "TokenPathExplorer",
@@ -37,7 +52,6 @@ __all__ = [
     "stack_statistics",
 ]
 
-_WIDE = fitting("340px")
 _LABEL = {"description_width": "110px"}
 NORM_ORDERS = ("post-norm", "pre-norm")
 MAX_TOKENS = 12
@@ -104,21 +118,45 @@ def stack_statistics(
     return {"rms": torch.stack(rms), "gradient": torch.stack(gradient)}
 
 
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """Run torch on one thread inside the block: the explorers' matrices are small, and
+    threads competing for a busy machine's cores can make a deep stack many times slower."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 # --------------------------------------------------------------------------- post vs pre
 
+BOOK_LAYERS = (3, 12, 48)
+"""The depths the book's ``layers`` slider offers (with the explorer's first depth): a shallow
+stack, the usual one and the deepest the slider allows, where the two orders differ most."""
 
-class NormOrderExplorer(widgets.VBox):
+
+class NormOrderExplorer(Explorer):
     """Switch between post-norm and pre-norm and watch the statistics of every layer.
 
     A stack of freshly initialised encoder layers (``d_model = 64``, 4 heads) runs forward
-    and backward once (:func:`stack_statistics`). Left: the root mean square of the residual
-    stream after each layer. Right: the gradient norm of each layer's parameters, on a log
-    scale. The other norm order is drawn in grey for comparison. Untick *residual
-    connections* to see what the stack does without them.
+    and backward once (:func:`stack_statistics`). Parts: ``readout``, the first and last
+    layer's numbers; ``figure``, left the root mean square of the residual stream after each
+    layer, right the gradient norm of each layer's parameters on a log scale, with the other
+    norm order (with its usual final norm) drawn in grey for comparison. Untick *residual
+    connections* to see what the stack does without them. Each setting is computed once and
+    kept (:meth:`compute`).
+
+    In a kernel, choosing an order also sets *final LayerNorm* to that order's usual choice
+    (off for post-norm, on for pre-norm). In the book both switches are independent and the
+    ``layers`` slider offers :data:`BOOK_LAYERS`.
 
     Attributes:
-        order, layers, residual, final_norm: the controls.
-        readout: an HTML widget with the numbers; output: the Output widget with the figure.
+        order, layers, residual, final_norm: live, the controls (in the book:
+            :attr:`controls`).
+        readout, figure: live, the parts, an ``HTMLMath`` and an ``Output`` widget (in the
+            book: :attr:`parts`, and the stored states in :attr:`states`).
     """
 
     def __init__(
@@ -128,36 +166,47 @@ class NormOrderExplorer(widgets.VBox):
         residual: bool = True,
         final_norm: bool | None = None,
         seed: int = 0,
+        *,
+        book: bool | None = None,
+        offer: Mapping[str, Sequence] | None = None,
     ) -> None:
         if not 1 <= num_layers <= 48:
             raise ValueError(f"num_layers must be in 1..48, got {num_layers}")
         self.seed = seed
-        final = norm_first if final_norm is None else final_norm
-        self.order = widgets.ToggleButtons(options=list(NORM_ORDERS),
-                                           value=NORM_ORDERS[int(bool(norm_first))],
-                                           description="norm order", style=_LABEL)  # fmt: skip
-        self.layers = widgets.IntSlider(value=num_layers, min=1, max=48, description="layers",
-                                        continuous_update=False, layout=_WIDE,
-                                        style=_LABEL)  # fmt: skip
-        self.residual = widgets.Checkbox(value=residual, description="residual connections",
-                                         indent=False)  # fmt: skip
-        self.final_norm = widgets.Checkbox(value=final, description="final LayerNorm",
-                                           indent=False)  # fmt: skip
-        self.readout = widgets.HTML()
-        self.order.observe(self._on_order, names="value")
-        self.output = widgets.interactive_output(
-            self._draw,
-            {"order": self.order, "num_layers": self.layers, "residual": self.residual,
-             "final_norm": self.final_norm},
-        )  # fmt: skip
-        super().__init__(
-            [
-                self.order,
-                control_row([self.layers, self.residual, self.final_norm]),
-                self.readout,
-                self.output,
-            ]
-        )
+        self._computed: dict[tuple, dict[str, Tensor]] = {}
+        final = bool(norm_first if final_norm is None else final_norm)
+        order = NORM_ORDERS[int(bool(norm_first))]
+        controls = [
+            Control("order", "norm order", order, book=NORM_ORDERS, kind="buttons",
+                    live=lambda: widgets.ToggleButtons(options=list(NORM_ORDERS), value=order,
+                                                       description="norm order",
+                                                       style=_LABEL)),
+            slider("layers", "layers", num_layers, sorted({*BOOK_LAYERS, num_layers}),
+                   lambda: widgets.IntSlider(value=num_layers, min=1, max=48,
+                                             description="layers", continuous_update=False)),
+            switch("residual", "residual connections", residual),
+            switch("final_norm", "final LayerNorm", final),
+        ]  # fmt: skip
+        everything = ("order", "layers", "residual", "final_norm")
+        parts = [
+            text_part("readout", everything, self._describe),
+            figure_part("figure", everything, self.draw),
+        ]
+        rows = [["order", "layers"], ["residual", "final_norm"]]
+        super().__init__(controls, parts, rows, book=book, offer=offer, label_width="110px")
+        if not self.book:
+            self.order.observe(self._on_order, names="value")
+            return
+        _widen_text_parts(self)
+        # The book's buttons: narrow enough for two controls a row, whole labels beside them
+        # (a ToggleButtons widget puts its label above its buttons otherwise).
+        unshrunk = widgets.Layout(display="flex", align_items="center", flex="0 0 auto")
+        for name in ("order", "residual", "final_norm"):
+            self.controls[name].layout = unshrunk
+        self.controls["order"].style.button_width = "90px"
+        for name in ("residual", "final_norm"):
+            self.controls[name].style.button_width = "60px"
+            self.controls[name].style.description_width = "initial"
 
     def _on_order(self, change: dict) -> None:
         self.final_norm.value = change["new"] == "pre-norm"  # each order's usual choice
@@ -165,9 +214,14 @@ class NormOrderExplorer(widgets.VBox):
     def compute(
         self, order: str, num_layers: int, residual: bool, final_norm: bool
     ) -> dict[str, Tensor]:
-        """:func:`stack_statistics` for the chosen settings."""
-        return stack_statistics(num_layers, order == "pre-norm", residual, final_norm,
-                                seed=self.seed)  # fmt: skip
+        """:func:`stack_statistics` for the chosen settings (computed once, then kept)."""
+        key = (order, num_layers, bool(residual), bool(final_norm))
+        if key not in self._computed:
+            with one_thread():
+                self._computed[key] = stack_statistics(num_layers, order == "pre-norm",
+                                                       residual, final_norm,
+                                                       seed=self.seed)  # fmt: skip
+        return self._computed[key]
 
     @staticmethod
     def describe(order: str, stats: dict[str, Tensor]) -> str:
@@ -181,18 +235,23 @@ class NormOrderExplorer(widgets.VBox):
             f"{len(rms)} (bottom / top = {ratio:.3g})"
         )
 
-    def _draw(self, order: str, num_layers: int, residual: bool, final_norm: bool) -> None:
+    def _describe(self, order: str, layers: int, residual: bool, final_norm: bool) -> str:
+        return self.describe(order, self.compute(order, layers, residual, final_norm))
+
+    def draw(self, order: str, layers: int, residual: bool, final_norm: bool) -> Figure:
+        """Both panels: the chosen setting in colour, the other order in grey."""
         other = NORM_ORDERS[1 - NORM_ORDERS.index(order)]
-        stats = self.compute(order, num_layers, residual, final_norm)
-        reference = self.compute(other, num_layers, residual, other == "pre-norm")
-        self.readout.value = self.describe(order, stats)
-        layers = np.arange(1, num_layers + 1)
+        stats = self.compute(order, layers, residual, final_norm)
+        reference = self.compute(other, layers, residual, other == "pre-norm")
+        depth = np.arange(1, layers + 1)
         fig, (ax_rms, ax_grad) = plt.subplots(1, 2, figsize=(7.2, 3.4))
         for name, values, style in ((other, reference, {"color": "0.65", "linestyle": "--"}),
                                     (order, stats, {"color": "C0", "linewidth": 2})):  # fmt: skip
-            ax_rms.plot(layers, values["rms"].numpy(), marker="o", ms=3, label=name, **style)
-            ax_grad.semilogy(layers, values["gradient"].clamp_min(1e-30).numpy(), marker="o",
+            ax_rms.plot(depth, values["rms"].numpy(), marker="o", ms=3, label=name, **style)
+            ax_grad.semilogy(depth, values["gradient"].clamp_min(1e-30).numpy(), marker="o",
                              ms=3, label=name, **style)  # fmt: skip
+        for ax in (ax_rms, ax_grad):
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # layers are whole
         ax_rms.set_xlabel("layer")
         ax_rms.set_ylabel("RMS of the residual stream")
         ax_rms.set_ylim(bottom=0)
@@ -203,8 +262,7 @@ class NormOrderExplorer(widgets.VBox):
         ax_rms.set_title("activations" + suffix)
         ax_grad.set_title("gradients" + suffix)
         fig.tight_layout()
-        plt.show()
-        plt.close(fig)
+        return fig
 
 
 # --------------------------------------------------------------------------- one token
@@ -217,18 +275,69 @@ def _tokens(sentence: str) -> list[str]:
     return tokens
 
 
-class TokenPathExplorer(widgets.VBox):
+def _sentence(text: str) -> str:
+    """A typed sentence with single spaces between its tokens; ValueError if it has too few
+    or too many tokens."""
+    return " ".join(_tokens(text))
+
+
+def _widen_text_parts(explorer: Explorer) -> None:
+    """In the book, let the stacks of a text part take the page's width, as its states do.
+
+    (A workaround: the engine gives a stack of ``HTMLMath`` states, value widgets, the
+    controls' layout, at most 340 px wide, which squeezes a readout's table.)"""
+    if not explorer.book:
+        return
+    wide = widgets.Layout()
+
+    def widen(widget: widgets.Widget) -> None:
+        if isinstance(widget, widgets.Box):  # a Stack
+            widget.layout = wide
+            for child in widget.children:
+                widen(child)
+
+    for name, states in explorer.states.items():
+        if states and not isinstance(next(iter(states.values())), widgets.Output):
+            widen(explorer.parts[name])
+
+
+def _replace_options(
+    explorer: Explorer, menu: widgets.Dropdown, options: list[tuple[str, int]], keep: int
+) -> None:
+    """Give a live menu new options and select ``keep``, without redrawing: the explorer has
+    already redrawn for the control these options follow, with the menu's value clamped as
+    ``keep`` is. (Options and index are set one after the other: under
+    ``hold_trait_notifications`` ipywidgets 8 resets the index to 0 after the fact.)"""
+    refreshing, explorer._refreshing = explorer._refreshing, True
+    try:
+        menu.options = options
+        menu.value = keep
+    finally:
+        explorer._refreshing = refreshing
+
+
+def _numbered(tokens: Sequence[str]) -> list[tuple[str, int]]:
+    return [(f"{i}: {token}", i) for i, token in enumerate(tokens)]
+
+
+class TokenPathExplorer(Explorer):
     """Follow one token through an encoder, sublayer by sublayer.
 
     The sentence is embedded by ``embed`` (token ids ``(1, L)`` -> ``(1, L, d_model)``,
-    embeddings and positions) and run through ``encoder`` layer by layer. Left: the chosen
-    token's vector at every stage (after each sublayer's Add & Norm), one row per stage.
-    Right: the attention the token pays to every token of the sentence, in every layer and
-    head. The readout gives, per stage, how far the vector moved and how similar it still is
-    to its input; ``predict`` (optional) labels each token from the encoder's output.
+    embeddings and positions) and run through ``encoder`` layer by layer. Parts: ``readout``,
+    per stage how far the chosen token's vector moved and how similar it still is to its
+    input, and the labels ``predict`` (optional) gives each token from the encoder's output;
+    ``figure``, above the token's vector at every stage (after each sublayer's Add & Norm),
+    one row per stage, below the attention the token pays to every token of the sentence, in
+    every layer and head. Each sentence is run once, then kept (:meth:`compute`).
+
+    In a kernel the sentence is free text (tokens separated by spaces); in the book it is a
+    menu of ``prepared`` sentences (default: the given one only), and the token menu offers
+    every token of the chosen sentence.
 
     Attributes:
-        sentence, token: the controls; readout: HTML; output: the figure.
+        sentence, token: live, the controls; readout, figure: live, the parts (in the book:
+            :attr:`controls`, :attr:`parts` and :attr:`states`).
     """
 
     def __init__(
@@ -239,42 +348,57 @@ class TokenPathExplorer(widgets.VBox):
         sentence: str,
         token: int = 0,
         predict: Callable[[Tensor], list[str]] | None = None,
+        prepared: Sequence[str] = (),
+        *,
+        book: bool | None = None,
+        offer: Mapping[str, Sequence] | None = None,
     ) -> None:
         tokens = _tokens(sentence)
         if not 0 <= token < len(tokens):
             raise ValueError(f"token must be in 0..{len(tokens) - 1}, got {token}")
+        for text in prepared:
+            _tokens(text)
         self.embed, self.encoder, self.vocab, self.predict = embed, encoder, vocab, predict
-        self.sentence = widgets.Text(value=sentence, description="sentence",
-                                     continuous_update=False,
-                                     layout=fitting("520px"),
-                                     style=_LABEL)  # fmt: skip
-        self.token = widgets.Dropdown(options=self._options(tokens), value=token,
-                                      description="token", layout=_WIDE,
-                                      style=_LABEL)  # fmt: skip
-        self.readout = widgets.HTML()
-        self.sentence.observe(self._on_sentence, names="value")
-        self.output = widgets.interactive_output(
-            self._draw, {"sentence": self.sentence, "token": self.token}
-        )
-        super().__init__([self.sentence, self.token, self.readout, self.output])
-
-    @staticmethod
-    def _options(tokens: list[str]) -> list[tuple[str, int]]:
-        return [(f"{i}: {token}", i) for i, token in enumerate(tokens)]
+        self._computed: dict[str, tuple] = {}
+        offered = [sentence, *(text for text in prepared if _sentence(text) != _sentence(sentence))]
+        controls = [
+            text_box("sentence", "sentence", sentence, offered, read=_sentence),
+            Control("token", "token", token, kind="menu", depends=("sentence",),
+                    options=lambda sentence: _numbered(sentence.split()),
+                    live=lambda: widgets.Dropdown(options=_numbered(tokens), value=token,
+                                                  description="token")),
+        ]  # fmt: skip
+        parts = [
+            text_part("readout", ("sentence", "token"), self._describe),
+            figure_part("figure", ("sentence", "token"), self.draw),
+        ]
+        rows = [["sentence"], ["token"]]
+        super().__init__(controls, parts, rows, book=book, offer=offer, label_width="110px")
+        if not self.book:
+            self.sentence.observe(self._on_sentence, names="value")
+        _widen_text_parts(self)
 
     def _on_sentence(self, change: dict) -> None:
+        # Live only: the token menu follows the typed sentence, keeping its place.
         try:
             tokens = _tokens(change["new"])
         except ValueError:
-            return  # _draw shows the message
-        keep = min(self.token.value or 0, len(tokens) - 1)
-        self.token.options = self._options(tokens)
-        self.token.value = keep
+            return  # the message line says what is wrong
+        _replace_options(
+            self, self.token, _numbered(tokens), min(self.token.value or 0, len(tokens) - 1)
+        )
 
     @torch.no_grad()
     def compute(self, sentence: str) -> tuple[list[str], list[Tensor], list[Tensor]]:
         """Stage names, the states ``(L, d_model)`` after each stage, and every layer's
-        attention weights ``(heads, L, L)``."""
+        attention weights ``(heads, L, L)`` (computed once per sentence, then kept)."""
+        key = _sentence(sentence)
+        if key not in self._computed:
+            with one_thread():
+                self._computed[key] = self._run(key)
+        return self._computed[key]
+
+    def _run(self, sentence: str) -> tuple[list[str], list[Tensor], list[Tensor]]:
         ids = torch.tensor([self.vocab.encode(_tokens(sentence))], device=device_of(self.encoder))
         x = self.embed(ids)
         names, states, weights = ["input"], [x[0]], []
@@ -315,28 +439,31 @@ class TokenPathExplorer(widgets.VBox):
         )
         text = f"<b>token {token}: {html.escape(tokens[token])}</b>"
         if self.predict is not None:
-            labels = self.predict(states[-1][None])
+            with torch.no_grad():
+                labels = self.predict(states[-1][None])
             text += " &nbsp; output read as: " + ", ".join(
                 f"{html.escape(t)}&rarr;{html.escape(str(label))}"
                 for t, label in zip(tokens, labels, strict=True)
             )
         return f"{text}<table style='border-spacing: 10px 0'>{header}{''.join(rows)}</table>"
 
-    def _draw(self, sentence: str, token: int) -> None:
-        try:
-            tokens = _tokens(sentence)
-        except ValueError as error:
-            self.readout.value = f"<b>{html.escape(str(error))}</b>"
-            return
+    def _describe(self, sentence: str, token: int) -> str:
+        tokens = _tokens(sentence)
+        names, states, _ = self.compute(sentence)
+        return self.describe(tokens, min(token or 0, len(tokens) - 1), names, states)
+
+    def draw(self, sentence: str, token: int) -> Figure:
+        """The token's vector after every stage, and its attention in every layer."""
+        tokens = _tokens(sentence)
         token = min(token or 0, len(tokens) - 1)
         names, states, weights = self.compute(sentence)
-        self.readout.value = self.describe(tokens, token, names, states)
         path = torch.stack([state[token] for state in states])  # (stages, d_model)
         num_layers, num_heads = len(weights), weights[0].size(0)
         path_height = max(2.4, 0.32 * len(names) + 0.6)  # the vector above the attention
         fig = plt.figure(figsize=(7.2, path_height + 1.8 * num_layers + 0.8))
-        grid = fig.add_gridspec(num_layers + 1, 1, height_ratios=[path_height] + [1.6] * num_layers)
-        ax_path = fig.add_subplot(grid[0, 0])
+        outer = fig.add_gridspec(2, 1, height_ratios=[path_height, 1.8 * num_layers])
+        grid = outer[1, 0].subgridspec(num_layers, 1, hspace=0.12)  # the layers close together
+        ax_path = fig.add_subplot(outer[0, 0])
         limit = float(path.abs().max())
         image = ax_path.imshow(to_numpy(path), aspect="auto", cmap="RdBu_r", vmin=-limit,
                                vmax=limit)  # fmt: skip
@@ -347,7 +474,7 @@ class TokenPathExplorer(widgets.VBox):
         width = 0.8 / num_heads
         positions = np.arange(len(tokens))
         for number, w in enumerate(weights):
-            ax = fig.add_subplot(grid[number + 1, 0])
+            ax = fig.add_subplot(grid[number, 0])
             for head in range(num_heads):
                 ax.bar(positions + (head - (num_heads - 1) / 2) * width, to_numpy(w[head, token]),
                        width, label=f"head {head + 1}")  # fmt: skip
@@ -358,24 +485,35 @@ class TokenPathExplorer(widgets.VBox):
                 ax.set_title(f"attention of token {token} ({tokens[token]})")
                 ax.legend(fontsize="small", loc="upper right")
         fig.tight_layout()
-        plt.show()
-        plt.close(fig)
+        return fig
 
 
 # --------------------------------------------------------------------------- the decoder
 
+Target = str | tuple[str, str]  # a target, or (target, a note shown with it in the book)
 
-class DecoderExplorer(widgets.VBox):
+
+class DecoderExplorer(Explorer):
     """One target position of a Transformer under teacher forcing.
 
-    Type a source and a target sentence (tokens separated by spaces). The decoder reads
-    ``<bos>`` followed by the target, all positions at once, as in training. For the chosen
-    position the figure shows, in every decoder layer, its masked self-attention over the
-    target positions so far and its cross-attention over the source, and the distribution
-    the model predicts for the next token.
+    A source and a target sentence (tokens separated by spaces): the decoder reads ``<bos>``
+    followed by the target, all positions at once, as in training. Parts: ``readout``, what
+    the chosen position reads and the most likely next tokens there; ``figure``, in every
+    decoder layer the position's masked self-attention over the target positions so far and
+    its cross-attention over the source, and below them the distribution the model predicts
+    for the next token. Each (source, target) pair is run once, then kept (:meth:`compute`).
+
+    In a kernel source and target are free text and the position menu follows the target.
+    In the book the source is a menu of the keys of ``pairs`` (default: the given source
+    only), the target a menu of the targets ``pairs`` offers with the chosen source (a target
+    may come with a note, ``(target, note)``), and the position a slider from ``<bos>`` to
+    the last token. The targets of a source must all have the same number of tokens, as the
+    book's position slider follows the source.
 
     Attributes:
-        source, target, position: the controls; readout: HTML; output: the figure.
+        source, target, position: live, the controls; readout, figure: live, the parts (in
+            the book: :attr:`controls`, :attr:`parts` and :attr:`states`).
+        pairs: the book's sources, each with its ``(target, note)`` pairs.
     """
 
     def __init__(
@@ -387,48 +525,78 @@ class DecoderExplorer(widgets.VBox):
         target: str,
         position: int = 0,
         top: int = 5,
+        pairs: Mapping[str, Sequence[Target]] | None = None,
+        *,
+        book: bool | None = None,
+        offer: Mapping[str, Sequence] | None = None,
     ) -> None:
         _tokens(source)  # checks the sentences
         target_tokens = _tokens(target)
         if not 0 <= position <= len(target_tokens):
             raise ValueError(f"position must be in 0..{len(target_tokens)}, got {position}")
         self.model, self.src_vocab, self.tgt_vocab, self.top = model, src_vocab, tgt_vocab, top
-        text = {"continuous_update": False, "layout": fitting("520px"),
-                "style": _LABEL}  # fmt: skip
-        self.source = widgets.Text(value=source, description="source", **text)
-        self.target = widgets.Text(value=target, description="target", **text)
-        self.position = widgets.Dropdown(options=self._options(target_tokens), value=position,
-                                         description="position", layout=_WIDE,
-                                         style=_LABEL)  # fmt: skip
-        self.readout = widgets.HTML()
-        self.target.observe(self._on_target, names="value")
-        self.output = widgets.interactive_output(
-            self._draw,
-            {"source": self.source, "target": self.target, "position": self.position},
-        )
-        super().__init__([self.source, self.target, self.position, self.readout, self.output])
+        self._computed: dict[tuple[str, str], tuple[Tensor, list]] = {}
+        self.pairs = _book_pairs(source, target, pairs)
+
+        def targets(source: str) -> list[tuple[str, str]]:
+            return [(text if not note else f"{text} ({note})", text)
+                    for text, note in self.pairs[source]]  # fmt: skip
+
+        def positions(source: str) -> list[tuple[str, int]]:
+            length = len(_tokens(self.pairs[source][0][0]))
+            return [("0 <bos>", 0), *((str(i), i) for i in range(1, length + 1))]
+
+        controls = [
+            text_box("source", "source", source, list(self.pairs), read=_sentence),
+            Control("target", "target", _sentence(target), kind="menu", options=targets,
+                    depends=("source",), read=_sentence,
+                    live=lambda: widgets.Text(value=target, description="target",
+                                              continuous_update=False,
+                                              layout=fitting("520px"))),
+            Control("position", "position", position, kind="slider", options=positions,
+                    depends=("source",),
+                    live=lambda: widgets.Dropdown(options=self._options(target_tokens),
+                                                  value=position, description="position")),
+        ]  # fmt: skip
+        everything = ("source", "target", "position")
+        parts = [
+            text_part("readout", everything, self._describe),
+            figure_part("figure", everything, self.draw),
+        ]
+        rows = [["source"], ["target"], ["position"]]
+        super().__init__(controls, parts, rows, book=book, offer=offer, label_width="110px")
+        if not self.book:
+            self.target.observe(self._on_target, names="value")
+        _widen_text_parts(self)
 
     @staticmethod
     def _inputs(target_tokens: list[str]) -> list[str]:
         return ["<bos>", *target_tokens]
 
     def _options(self, target_tokens: list[str]) -> list[tuple[str, int]]:
-        return [(f"{i}: {t}", i) for i, t in enumerate(self._inputs(target_tokens))]
+        return _numbered(self._inputs(target_tokens))
 
     def _on_target(self, change: dict) -> None:
+        # Live only: the position menu follows the typed target (the book's follows the source).
         try:
             tokens = _tokens(change["new"])
         except ValueError:
-            return
+            return  # the message line says what is wrong
         keep = min(self.position.value or 0, len(tokens))
-        self.position.options = self._options(tokens)
-        self.position.value = keep
+        _replace_options(self, self.position, self._options(tokens), keep)
 
     @torch.no_grad()
     def compute(self, source: str, target: str) -> tuple[Tensor, list]:
         """The next-token probabilities ``(L_t + 1, vocab)`` for ``<bos> + target`` and the
         decoder's attention weights (one :class:`~course_lib.decoder.DecoderWeights` per
-        layer)."""
+        layer); computed once per pair, then kept."""
+        key = (_sentence(source), _sentence(target))
+        if key not in self._computed:
+            with one_thread():
+                self._computed[key] = self._run(*key)
+        return self._computed[key]
+
+    def _run(self, source: str, target: str) -> tuple[Tensor, list]:
         model = self.model
         device = device_of(model)
         src = torch.tensor([self.src_vocab.encode(_tokens(source))], device=device)
@@ -452,16 +620,16 @@ class DecoderExplorer(widgets.VBox):
             f" &rarr; most likely next tokens: {best}"
         )
 
-    def _draw(self, source: str, target: str, position: int) -> None:
-        try:
-            source_tokens, target_tokens = _tokens(source), _tokens(target)
-        except ValueError as error:
-            self.readout.value = f"<b>{html.escape(str(error))}</b>"
-            return
-        inputs = self._inputs(target_tokens)
+    def _describe(self, source: str, target: str, position: int) -> str:
+        inputs = self._inputs(_tokens(target))
+        position = min(position or 0, len(inputs) - 1)
+        return self.describe(inputs, position, self.compute(source, target)[0])
+
+    def draw(self, source: str, target: str, position: int) -> Figure:
+        """The position's attention in every layer and its next-token distribution."""
+        source_tokens, inputs = _tokens(source), self._inputs(_tokens(target))
         position = min(position or 0, len(inputs) - 1)
         probabilities, weights = self.compute(source, target)
-        self.readout.value = self.describe(inputs, position, probabilities)
         num_layers = len(weights)
         fig = plt.figure(figsize=(7.2, 2.2 * num_layers + 2.6))
         grid = fig.add_gridspec(num_layers + 1, 2)
@@ -490,5 +658,33 @@ class DecoderExplorer(widgets.VBox):
         ax.set_ylim(0, 1.05)
         ax.set_title(f"distribution of the token after position {position}", fontsize="medium")
         fig.tight_layout()
-        plt.show()
-        plt.close(fig)
+        return fig
+
+
+def _book_pairs(
+    source: str, target: str, pairs: Mapping[str, Sequence[Target]] | None
+) -> dict[str, list[tuple[str, str]]]:
+    """``pairs`` with every sentence normalised and every target as ``(target, note)``; the
+    explorer's first source and target come first. ValueError if a sentence is unreadable or
+    the targets of a source differ in length."""
+    first, first_target = _sentence(source), _sentence(target)
+    found: dict[str, list[tuple[str, str]]] = {first: [(first_target, "")]}
+    for text, targets in (pairs or {}).items():
+        offered = found.setdefault(_sentence(text), [])
+        for given in targets:
+            wanted, note = (given, "") if isinstance(given, str) else given
+            wanted = _sentence(wanted)
+            for index, (known, known_note) in enumerate(offered):
+                if known == wanted:
+                    offered[index] = (known, known_note or note)
+                    break
+            else:
+                offered.append((wanted, note))
+    for text, offered in found.items():
+        lengths = {len(wanted.split()) for wanted, _ in offered}
+        if len(lengths) > 1:
+            raise ValueError(
+                f"the targets offered with the source {text!r} must have the same number of "
+                f"tokens (the book's position slider follows the source), got {sorted(lengths)}"
+            )
+    return found
