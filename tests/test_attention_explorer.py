@@ -202,15 +202,18 @@ def test_the_books_causal_states_are_what_the_live_explorer_shows():
 
 def test_the_tables_take_the_whole_width_live_and_in_the_book():
     live = AttentionExplorer()
-    assert live.readout.layout.width == live.matrices.layout.width == "100%"
+    assert live.readout.layout.width == live.matrices.layout.width == "calc(100% - 4px)"
     book = AttentionExplorer(
         book=True, offer=SMALL | {"sentence": ("a b",)}, sentence="a b", query=0
     )
     views = [book.parts["readout"], book.parts["matrices"]]
     while views:  # no stack of the tables is held to a control's width
         view = views.pop()
-        assert view.layout.width == "100%" and view.layout.max_width is None
-        views.extend(view.children if isinstance(view, widgets.Stack) else ())
+        if isinstance(view, widgets.Stack):
+            assert view.layout.width == "100%" and view.layout.max_width is None
+            views.extend(view.children)
+        else:
+            assert view.layout.width == "calc(100% - 4px)"
 
 
 def test_the_books_switches_fit_in_one_row():
@@ -218,7 +221,8 @@ def test_the_books_switches_fit_in_one_row():
         book=True, offer=SMALL | {"sentence": ("a b",)}, sentence="a b", query=0
     )
     for name in ("scale", "causal", "positions"):
-        assert explorer.controls[name].style.button_width == "52px"
+        buttons = explorer.controls[name]
+        assert buttons.style.button_width == "52px" and buttons.layout.display == "flex"
 
 
 def test_the_book_offers_three_sentences_three_head_counts_and_both_sides_of_each_switch():

@@ -147,26 +147,38 @@ class AttentionExplorer(Explorer):
     def _widen(self) -> None:
         """Let the tables take the explorer's width (an HTML widget is 300 px wide by
         default), and in the book make the buttons small enough for the three switches to
-        share a row, each with its whole label."""
-        shown = [self.parts[part.name] for part in self._parts]
-        shown += [leaf for states in self.states.values() for leaf in states.values()]
-        for view in shown:  # the book's stacks and leaves share one layout: set once
-            if view.layout.width != "100%":
-                view.layout.width = "100%"
-        if self.book:
-            # The engine gives a stack of HTML states a control's layout (340 px at most, as
-            # an HTML widget is a value widget): give it the states' own, full width.
-            leaves = {id(leaf) for states in self.states.values() for leaf in states.values()}
+        share a row, each with its whole label beside them."""
+        inside = "calc(100% - 4px)"  # an HTML widget has a margin of 2 px on either side
+        if not self.book:
+            for view in self.parts.values():
+                view.layout.width = inside
+        else:
+            # The stacks take the whole width: the engine gives a stack of HTML states a
+            # control's layout (340 px at most, as an HTML widget is a value widget), the
+            # others the states' layout, which they share.
+            leaves = [leaf for states in self.states.values() for leaf in states.values()]
+            stacked = leaves[0].layout
+            stacked.width = "100%"
+            fitted = widgets.Layout(width=inside)
+            for leaf in leaves:
+                leaf.layout = fitted
+            ids = {id(leaf) for leaf in leaves}
             stacks = list(self.parts.values())
             while stacks:
                 stack = stacks.pop()
-                if id(stack.children[0]) in leaves:
-                    stack.layout = stack.children[0].layout
+                if id(stack.children[0]) in ids:
+                    stack.layout = stacked
                 else:
                     stacks.extend(stack.children)
             for name in ("heads", "scale", "causal", "positions"):
-                self.controls[name].style.button_width = "52px"
-                self.controls[name].style.description_width = "initial"
+                buttons = self.controls[name]
+                buttons.style.button_width = "52px"
+                buttons.style.description_width = "initial"
+                # the label beside its buttons, not above them (the page shows the buttons'
+                # box as a block)
+                buttons.layout.display = "flex"
+                buttons.layout.align_items = "center"
+                buttons.layout.margin = "2px 12px 2px 0"
 
     @staticmethod
     def tokenize(sentence: str) -> list[str]:
