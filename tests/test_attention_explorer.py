@@ -13,12 +13,22 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
+from explorer_checks import assert_book_matches_live
 
 from conftest import render_in_kernel, used_widget_types
-from course_lib.explorers.attention import AttentionExplorer, word_vector
+from course_lib.explorers.attention import (
+    BOOK_SENTENCES,
+    HEAD_CHOICES,
+    AttentionExplorer,
+    attention_explorer,
+    book_heads,
+    word_vector,
+)
 from course_lib.plotting import plot_attention, plot_attention_heads, plot_mask
 
-CORE_WIDGETS_IN_7_7 = {"VBox", "HBox", "Text", "Dropdown", "Checkbox", "HTML", "Output", "Layout"}
+CORE_WIDGETS_IN_7_7 = {
+    "VBox", "HBox", "Text", "Dropdown", "Checkbox", "HTML", "HTMLMath", "Layout",
+}  # fmt: skip
 
 
 def test_explorer_is_a_box_of_core_widgets_available_in_ipywidgets_7_7():
@@ -28,13 +38,46 @@ def test_explorer_is_a_box_of_core_widgets_available_in_ipywidgets_7_7():
     assert used <= CORE_WIDGETS_IN_7_7
 
 
-def test_the_readout_names_the_query_and_the_key_it_attends_to_most():
+def test_the_readout_names_the_query_and_gives_its_weight_on_every_key():
     explorer = AttentionExplorer(sentence="the cat sat", query=1)
     _, weights = explorer.compute("the cat sat", 1)
-    best = int(weights[0, 1].argmax())
+    row = weights[0, 1].tolist()
     assert "<b>query 1: cat</b>" in explorer.readout.value
-    assert f"<td>{['the', 'cat', 'sat'][best]} ({best})</td>" in explorer.readout.value
-    assert f"<td>{float(weights[0, 1, best]):.3f}</td>" in explorer.readout.value
+    assert "<th>0<br>the<th>1<br>cat<th>2<br>sat" in explorer.readout.value
+    for weight in row:
+        assert f">{weight:.2f}" in explorer.readout.value
+
+
+def test_the_readout_puts_the_largest_weight_of_each_head_in_bold():
+    explorer = AttentionExplorer(num_heads=4)
+    _, weights = explorer.compute("the cat sat on the mat", 4)
+    bold = [f"<b>{float(row.max()):.2f}</b>" for row in weights[:, 2]]
+    assert explorer.readout.value.count("<b>") == 1 + 4  # the query's name, then one a head
+    assert all(text in explorer.readout.value for text in bold)
+
+
+def test_the_matrices_show_every_heads_weights_and_the_masked_keys():
+    explorer = AttentionExplorer(sentence="a b c", num_heads=2, causal=True)
+    _, weights = explorer.compute("a b c", 2, causal=True)
+    shown = explorer.matrices.value
+    assert shown.count("<caption>head") == 2
+    assert shown.count("<td class=x>&times;") == 2 * 3  # three future keys in each head
+    assert f">{float(weights[1, 2, 0]):.2f}" in shown
+    assert "causal mask" in shown and "hidden by the mask" in shown
+
+
+def test_a_large_matrix_is_shaded_without_numbers():
+    explorer = AttentionExplorer(num_heads=8)
+    assert explorer.matrices.value.count("<caption>head") == 8
+    assert "0." not in explorer.matrices.value.split("</style>")[1]
+
+
+def test_choosing_another_query_redraws_the_readout_only():
+    explorer = AttentionExplorer()
+    matrices = explorer.matrices.value
+    explorer.query.value = 0
+    assert "<b>query 0: the</b>" in explorer.readout.value
+    assert explorer.matrices.value == matrices
 
 
 def test_every_row_of_weights_is_a_distribution_for_every_head_count():
@@ -87,12 +130,18 @@ def test_a_new_sentence_updates_the_query_choices_and_keeps_the_query_inside():
     assert "<b>query 1: two</b>" in explorer.readout.value
 
 
-def test_an_empty_or_too_long_sentence_shows_a_message_instead_of_a_plot():
+def test_an_empty_or_too_long_sentence_shows_a_message_and_keeps_the_last_view():
     explorer = AttentionExplorer()
+    readout = explorer.readout.value
     explorer.sentence.value = "   "
-    assert "must have 1 to 12 words, got 0" in explorer.readout.value
+    assert "must have 1 to 12 words, got 0" in explorer.message.value
+    assert explorer.message.layout.display != "none"
     explorer.sentence.value = " ".join(["w"] * 13)
-    assert "got 13" in explorer.readout.value
+    assert "got 13" in explorer.message.value
+    assert explorer.readout.value == readout
+    explorer.sentence.value = "a b"
+    assert explorer.message.layout.display == "none"
+    assert "<b>query 1: b</b>" in explorer.readout.value
 
 
 @pytest.mark.parametrize(
@@ -107,6 +156,121 @@ def test_an_empty_or_too_long_sentence_shows_a_message_instead_of_a_plot():
 def test_bad_arguments_raise_clear_errors(kwargs, message):
     with pytest.raises(ValueError, match=message):
         AttentionExplorer(**kwargs)
+
+
+# ----------------------------------------------------------------------------- the book
+
+SMALL = {"sentence": ("a b", "a b a"), "heads": (1, 2)}  # few states: fast tests
+
+
+def test_building_for_the_book_stores_a_readout_per_query_and_matrices_per_setting():
+    explorer = AttentionExplorer(sentence="a b", query=1, book=True, offer=SMALL)
+    # readout keys: sentence, heads, scale, causal, positions, query
+    readouts = set(explorer.states["readout"])
+    assert len(readouts) == (2 + 3) * 2 * 2 * 2 * 2
+    assert (1, 1, 1, 0, 1, 2) in readouts and (0, 0, 0, 0, 0, 2) not in readouts
+    # matrices keys: sentence, heads, scale, causal, positions (not the query)
+    assert set(explorer.states["matrices"]) == {
+        (s, h, a, c, p) for s in (0, 1) for h in (0, 1) for a in (0, 1) for c in (0, 1)
+        for p in (0, 1)
+    }  # fmt: skip
+    assert explorer.state_values("readout", (1, 1, 1, 0, 1, 2)) == {
+        "sentence": "a b a", "heads": 2, "scale": True, "causal": False, "positions": True,
+        "query": 2,
+    }  # fmt: skip
+
+
+def test_the_books_states_are_what_the_live_explorer_shows():
+    assert_book_matches_live(
+        lambda book: AttentionExplorer(sentence="a b", query=1, book=book, offer=SMALL),
+        most=8,
+    )
+
+
+def test_the_books_causal_states_are_what_the_live_explorer_shows():
+    assert_book_matches_live(
+        lambda book: AttentionExplorer(
+            sentence="a b a",
+            causal=True,
+            num_heads=2,
+            book=book,
+            offer={"sentence": ("a b a", "c"), "heads": (2, 8)},
+        ),
+        most=8,
+    )
+
+
+def test_the_tables_take_the_whole_width_live_and_in_the_book():
+    live = AttentionExplorer()
+    assert live.readout.layout.width == live.matrices.layout.width == "calc(100% - 4px)"
+    book = AttentionExplorer(
+        book=True, offer=SMALL | {"sentence": ("a b",)}, sentence="a b", query=0
+    )
+    views = [book.parts["readout"], book.parts["matrices"]]
+    while views:  # no stack of the tables is held to a control's width
+        view = views.pop()
+        if isinstance(view, widgets.Stack):
+            assert view.layout.width == "100%" and view.layout.max_width is None
+            views.extend(view.children)
+        else:
+            assert view.layout.width == "calc(100% - 4px)"
+
+
+def test_the_books_switches_fit_in_one_row():
+    explorer = AttentionExplorer(
+        book=True, offer=SMALL | {"sentence": ("a b",)}, sentence="a b", query=0
+    )
+    for name in ("scale", "causal", "positions"):
+        buttons = explorer.controls[name]
+        assert buttons.style.button_width == "52px" and buttons.layout.display == "flex"
+
+
+def test_the_book_offers_three_sentences_three_head_counts_and_both_sides_of_each_switch():
+    explorer = attention_explorer(book=True)
+    offered = {name: [value for _, value in control.options]
+               for name, control in explorer.controls.items()}  # fmt: skip
+    assert offered["sentence"] == list(BOOK_SENTENCES)
+    assert offered["query"] == list(range(6))  # every word of the first sentence
+    assert offered["heads"] == [1, 2, 8]
+    assert offered["scale"] == offered["causal"] == offered["positions"] == [False, True]
+    assert {name: control.value for name, control in explorer.controls.items()} == {
+        "sentence": "the cat sat on the mat", "query": 2, "heads": 1, "scale": True,
+        "causal": False, "positions": True,
+    }  # fmt: skip
+    assert {part: len(states) for part, states in explorer.states.items()} == {
+        "readout": (6 + 9 + 4) * 3 * 8, "matrices": 3 * 3 * 8,
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("num_heads", HEAD_CHOICES)
+def test_the_book_offers_at_least_three_head_counts_with_the_first_one(num_heads):
+    offered = book_heads(num_heads)
+    assert len(offered) >= 3 and num_heads in offered and set(offered) <= set(HEAD_CHOICES)
+
+
+def test_a_sentence_of_the_explorers_own_comes_first_in_the_book():
+    explorer = AttentionExplorer(sentence="one two three", query=0, book=True,
+                                 offer={"heads": (1, 2)})  # fmt: skip
+    assert [value for _, value in explorer.controls["sentence"].options] == [
+        "one two three",
+        *BOOK_SENTENCES,
+    ]
+
+
+def test_the_prepared_sentences_repeat_words_and_differ_in_length():
+    words = [sentence.split() for sentence in BOOK_SENTENCES]
+    assert max(w.count("the") for w in words) == 3  # "a word three times", in the chapter
+    assert sorted(len(w) for w in words) == [4, 6, 9]
+    assert all(len(set(w)) < len(w) for w in words)  # every one repeats a word
+
+
+def test_without_positions_the_two_rows_of_the_are_the_same_in_the_book():
+    explorer = AttentionExplorer(book=True, offer={"sentence": BOOK_SENTENCES[:1],
+                                                   "heads": (1, 2)})  # fmt: skip
+    state = explorer.states["matrices"][(0, 0, 1, 0, 0)]  # one head, scaled, no positions
+    rows = state.value.split("<tr><th class=q>")[2:]  # after the keys' row
+    assert rows[0].startswith("0 the<td") and rows[4].startswith("4 the<td")
+    assert rows[0].split("<td", 1)[1] == rows[4].split("<td", 1)[1]
 
 
 # ----------------------------------------------------------------------------- plots
@@ -162,6 +326,6 @@ KERNEL_CELLS = [
 def test_the_explorer_renders_in_a_kernel(tmp_path, widget_kernel):
     rendered = render_in_kernel(KERNEL_CELLS, tmp_path, widget_kernel)
     assert {"VBoxModel", "TextModel", "DropdownModel", "CheckboxModel",
-            "OutputModel"} <= rendered.model_names()  # fmt: skip
-    assert any(rendered.figures_stored()), "the explorer's figure is stored in its Output widget"
+            "HTMLMathModel"} <= rendered.model_names()  # fmt: skip
+    assert "<caption>head 4</caption>" in rendered.values(), "the matrices are stored, 4 heads"
     assert rendered.notebook.cells[2].outputs[0].text.startswith("<b>query 2: sat</b>")

@@ -6,7 +6,8 @@ The chapters "Self-attention", "Multi-head attention" and "Masking and cross-att
 it with their own settings (:func:`attention_explorer`).
 
 It runs live in a kernel (ipywidgets 7.7 and 8) and moves in the HTML book from stored states
-(:mod:`course_lib.explorers.base`).
+(:mod:`course_lib.explorers.base`): there the sentence is one of :data:`BOOK_SENTENCES`, the
+query any of its words, and the heads those of :func:`book_heads`.
 """
 
 from __future__ import annotations
@@ -14,25 +15,49 @@ from __future__ import annotations
 import html
 import math
 import zlib
+from collections.abc import Mapping, Sequence
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
-import numpy as np
 import torch
 
-from course_lib._layout import control_row, fitting
 from course_lib.attention import causal_mask, scaled_dot_product_attention, split_heads
-from course_lib.plotting import plot_attention
+from course_lib.explorers.base import Control, Explorer, menu, switch, text_box, text_part
 from course_lib.positional import sinusoidal_positional_encoding
 
-__all__ = ["HEAD_CHOICES", "MAX_TOKENS", "AttentionExplorer", "attention_explorer", "word_vector"]
-
-_WIDE = fitting("340px")
-_LABEL = {"description_width": "90px"}
-
+__all__ = [
+    "BOOK_SENTENCES",
+    "HEAD_CHOICES",
+    "MAX_TOKENS",
+    "AttentionExplorer",
+    "attention_explorer",
+    "book_heads",
+    "word_vector",
+]
 
 HEAD_CHOICES = (1, 2, 4, 8)
 MAX_TOKENS = 12
+
+BOOK_SENTENCES = (
+    "the cat sat on the mat",
+    "the dog saw the cat and the cat ran",
+    "I saw a saw",
+)
+"""The sentences the book offers (after the explorer's own, if it is another): one word twice
+(positions tell the two "the" apart), a longer one with "the" three times and "cat" twice,
+and a short one in which the same word is a verb and a noun."""
+
+WEIGHT_RGB = (31, 119, 180)  # the colour of the weights in the tables (opacity: the weight)
+BLOCKED = "#7f7f7f40"  # a key the causal mask hides
+MAX_ALPHA = 0.8  # the opacity of a weight of 1: the page's own text colour stays readable on it
+
+
+def book_heads(num_heads: int) -> tuple[int, ...]:
+    """The head counts the book offers for an explorer that starts with ``num_heads``: one
+    head, the first count and eight heads (and two, if that makes fewer than three)."""
+    offered = {1, num_heads, max(HEAD_CHOICES)}
+    if len(offered) < 3:
+        offered.add(2)
+    return tuple(sorted(offered))
 
 
 def word_vector(word: str, d_model: int) -> torch.Tensor:
@@ -45,24 +70,30 @@ def word_vector(word: str, d_model: int) -> torch.Tensor:
     return torch.randn(d_model, generator=seeded)
 
 
-class AttentionExplorer(widgets.VBox):
+class AttentionExplorer(Explorer):
     """Pick a query token and see its attention weights; toggle scaling, causal mask and heads.
 
     The sentence's tokens get fixed random embeddings (:func:`word_vector`), plus the
-    sinusoidal position vectors if *positions* is ticked. Fixed random projections ``W^Q``,
+    sinusoidal position vectors if *positions* is on. Fixed random projections ``W^Q``,
     ``W^K`` (``d_model x d_model``, entries ``N(0, 1/d_model)``) make queries and keys, which
     are cut into ``h`` heads of ``d_model / h`` features, as in multi-head attention. The same
     projections serve every head count, so changing *heads* only changes how the features are
     grouped.
 
-    The figure shows every head's attention matrix with the chosen query's row outlined, and
-    that row's weights as bars. The readout gives, per head, the key the query attends to most,
-    the largest score and the entropy of the weights (0 for a one-hot row, ``log L_k`` for a
-    uniform one).
+    Parts (HTML, cheap to store: the book keeps every state): ``readout``, the chosen
+    query's row in every head as a table (its weight on every key, shaded, the largest in
+    bold, the largest score and the entropy of the weights: 0 for a one-hot row, ``log L_k``
+    for a uniform one); ``matrices``, every head's attention matrix as a shaded table. The
+    matrices do not depend on the query, so the book stores them once per sentence, head count
+    and switch setting.
+
+    In the book the sentence is one of :data:`BOOK_SENTENCES` (with the explorer's own first),
+    the query any of its words, the heads :func:`book_heads` (or ``offer["heads"]``) and each
+    switch off or on. In a kernel any sentence of 1 to 12 words can be typed.
 
     Attributes:
         sentence, query, heads, scale, causal, positions: the controls.
-        readout: an HTML widget with the numbers; output: the Output widget with the figure.
+        readout, matrices: the parts (live: two ``HTMLMath`` widgets).
     """
 
     def __init__(
@@ -75,6 +106,9 @@ class AttentionExplorer(widgets.VBox):
         causal: bool = False,
         positions: bool = True,
         seed: int = 0,
+        *,
+        book: bool | None = None,
+        offer: Mapping[str, Sequence] | None = None,
     ) -> None:
         if d_model % max(HEAD_CHOICES) or d_model <= 0:
             raise ValueError(f"d_model must be a positive multiple of 8, got {d_model}")
@@ -88,34 +122,63 @@ class AttentionExplorer(widgets.VBox):
         std = 1 / math.sqrt(d_model)
         self.w_q = torch.randn(d_model, d_model, generator=draw) * std
         self.w_k = torch.randn(d_model, d_model, generator=draw) * std
-        self.sentence = widgets.Text(value=sentence, description="sentence",
-                                     continuous_update=False, layout=fitting("520px"),
-                                     style=_LABEL)  # fmt: skip
-        self.query = widgets.Dropdown(options=self._options(tokens), value=query,
-                                      description="query", layout=_WIDE, style=_LABEL)  # fmt: skip
-        self.heads = widgets.Dropdown(options=list(HEAD_CHOICES), value=num_heads,
-                                      description="heads", layout=_WIDE, style=_LABEL)  # fmt: skip
-        self.scale = widgets.Checkbox(value=scale, description="divide by $\\sqrt{d_k}$",
-                                      indent=False)  # fmt: skip
-        self.causal = widgets.Checkbox(value=causal, description="causal mask", indent=False)
-        self.positions = widgets.Checkbox(value=positions, description="add positions",
-                                          indent=False)  # fmt: skip
-        self.readout = widgets.HTML()
-        self.sentence.observe(self._on_sentence, names="value")
-        self.output = widgets.interactive_output(
-            self._draw,
-            {"sentence": self.sentence, "query": self.query, "num_heads": self.heads,
-             "scale": self.scale, "causal": self.causal, "positions": self.positions},
-        )  # fmt: skip
-        super().__init__(
-            [
-                self.sentence,
-                control_row([self.query, self.heads]),
-                control_row([self.scale, self.causal, self.positions]),
-                self.readout,
-                self.output,
-            ]
-        )
+        self._computed: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+        prepared = [sentence] + [text for text in BOOK_SENTENCES if text != sentence]
+        controls = [
+            text_box("sentence", "sentence", sentence, prepared, read=self._read),
+            Control("heads", "heads", num_heads, book=book_heads(num_heads), kind="buttons",
+                    live=lambda: widgets.Dropdown(options=[(str(h), h) for h in HEAD_CHOICES],
+                                                  value=num_heads, description="heads")),
+            switch("scale", "divide by $\\sqrt{d_k}$", scale),
+            switch("causal", "causal mask", causal),
+            switch("positions", "add positions", positions),
+            # last: the readout's stacks branch on the query at their deepest level only
+            menu("query", "query", query, self._options, depends=("sentence",)),
+        ]  # fmt: skip
+        settings = ("sentence", "heads", "scale", "causal", "positions")
+        parts = [
+            text_part("readout", (*settings, "query"), self._describe),
+            text_part("matrices", settings, self.draw),
+        ]
+        rows = [["sentence"], ["query", "heads"], ["scale", "causal", "positions"]]
+        super().__init__(controls, parts, rows, book=book, offer=offer)
+        self._widen()
+
+    def _widen(self) -> None:
+        """Let the tables take the explorer's width (an HTML widget is 300 px wide by
+        default), and in the book make the buttons small enough for the three switches to
+        share a row, each with its whole label beside them."""
+        inside = "calc(100% - 4px)"  # an HTML widget has a margin of 2 px on either side
+        if not self.book:
+            for view in self.parts.values():
+                view.layout.width = inside
+        else:
+            # The stacks take the whole width: the engine gives a stack of HTML states a
+            # control's layout (340 px at most, as an HTML widget is a value widget), the
+            # others the states' layout, which they share.
+            leaves = [leaf for states in self.states.values() for leaf in states.values()]
+            stacked = leaves[0].layout
+            stacked.width = "100%"
+            fitted = widgets.Layout(width=inside)
+            for leaf in leaves:
+                leaf.layout = fitted
+            ids = {id(leaf) for leaf in leaves}
+            stacks = list(self.parts.values())
+            while stacks:
+                stack = stacks.pop()
+                if id(stack.children[0]) in ids:
+                    stack.layout = stacked
+                else:
+                    stacks.extend(stack.children)
+            for name in ("heads", "scale", "causal", "positions"):
+                buttons = self.controls[name]
+                buttons.style.button_width = "52px"
+                buttons.style.description_width = "initial"
+                # the label beside its buttons, not above them (the page shows the buttons'
+                # box as a block)
+                buttons.layout.display = "flex"
+                buttons.layout.align_items = "center"
+                buttons.layout.margin = "2px 12px 2px 0"
 
     @staticmethod
     def tokenize(sentence: str) -> list[str]:
@@ -125,18 +188,15 @@ class AttentionExplorer(widgets.VBox):
             raise ValueError(f"the sentence must have 1 to {MAX_TOKENS} words, got {len(tokens)}")
         return tokens
 
-    @staticmethod
-    def _options(tokens: list[str]) -> list[tuple[str, int]]:
-        return [(f"{i}: {token}", i) for i, token in enumerate(tokens)]
+    @classmethod
+    def _read(cls, sentence: str) -> str:
+        """The sentence typed, its words joined by single spaces (a ValueError if it has none
+        or too many)."""
+        return " ".join(cls.tokenize(sentence))
 
-    def _on_sentence(self, change: dict) -> None:
-        try:
-            tokens = self.tokenize(change["new"])
-        except ValueError:
-            return  # _draw shows the message
-        keep = min(self.query.value or 0, len(tokens) - 1)
-        self.query.options = self._options(tokens)
-        self.query.value = keep
+    @classmethod
+    def _options(cls, sentence: str) -> list[tuple[str, int]]:
+        return [(f"{i}: {token}", i) for i, token in enumerate(cls.tokenize(sentence))]
 
     def compute(
         self,
@@ -149,106 +209,141 @@ class AttentionExplorer(widgets.VBox):
         """Scores and weights of every head, each ``(num_heads, L, L)``.
 
         The scores are the numbers that enter the softmax: ``Q K^T`` divided by
-        ``sqrt(d_k)`` if ``scale``, with ``-inf`` where the causal mask forbids.
+        ``sqrt(d_k)`` if ``scale``, with ``-inf`` where the causal mask forbids. Kept for the
+        explorer's parts, which are drawn one by one for the same settings.
         """
         tokens = self.tokenize(sentence)
-        x = torch.stack([word_vector(token, self.d_model) for token in tokens])
-        if positions:
-            x = x + sinusoidal_positional_encoding(len(tokens), self.d_model)
-        q = split_heads((x @ self.w_q).unsqueeze(0), num_heads)[0]  # (h, L, d_k)
-        k = split_heads((x @ self.w_k).unsqueeze(0), num_heads)[0]
-        factor = 1 / math.sqrt(q.size(-1)) if scale else 1.0
-        mask = causal_mask(len(tokens)) if causal else None
-        # the values do not change the weights: pass the keys in their place
-        _, weights = scaled_dot_product_attention(q, k, k, mask, scale=factor)
-        scores = q @ k.transpose(-2, -1) * factor
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        return scores, weights
+        key = (tuple(tokens), num_heads, bool(scale), bool(causal), bool(positions))
+        if key not in self._computed:
+            queries, keys = self._projected(tuple(tokens), bool(positions))
+            q = split_heads(queries.unsqueeze(0), num_heads)[0]  # (h, L, d_k)
+            k = split_heads(keys.unsqueeze(0), num_heads)[0]
+            factor = 1 / math.sqrt(q.size(-1)) if scale else 1.0
+            mask = causal_mask(len(tokens)) if causal else None
+            # the values do not change the weights: pass the keys in their place
+            _, weights = scaled_dot_product_attention(q, k, k, mask, scale=factor)
+            scores = q @ k.transpose(-2, -1) * factor
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            self._computed[key] = (scores, weights)
+        return self._computed[key]
+
+    def _projected(self, tokens: tuple[str, ...], positions: bool) -> tuple[torch.Tensor, ...]:
+        """The queries and keys of all features, ``(L, d_model)`` each (kept)."""
+        key = (tokens, positions)
+        if key not in self._computed:
+            x = torch.stack([word_vector(token, self.d_model) for token in tokens])
+            if positions:
+                x = x + sinusoidal_positional_encoding(len(tokens), self.d_model)
+            self._computed[key] = (x @ self.w_q, x @ self.w_k)
+        return self._computed[key]
+
+    def _describe(
+        self, sentence: str, heads: int, scale: bool, causal: bool, positions: bool, query: int
+    ) -> str:
+        tokens = self.tokenize(sentence)
+        scores, weights = self.compute(sentence, heads, scale, causal, positions)
+        return self.describe(tokens, min(query, len(tokens) - 1), scores, weights)
 
     def describe(
         self, tokens: list[str], query: int, scores: torch.Tensor, weights: torch.Tensor
     ) -> str:
-        """The chosen query's row in every head, as HTML."""
+        """The chosen query's row in every head, as HTML: a table with one row per head, its
+        weight on every key (shaded; the largest in bold; a key the mask hides is marked ×),
+        the largest |score| and the entropy of the weights."""
         d_k = self.d_model // weights.size(0)
         allowed = int(torch.isfinite(scores[0, query]).sum())  # keys the query may see
+        keys = "".join(f"<th>{i}<br>{html.escape(token)}" for i, token in enumerate(tokens))
+        header = f"<tr><th>head{keys}<th>largest |score|<th>entropy"
         rows = []
-        for head in range(weights.size(0)):
-            row, score = weights[head, query], scores[head, query]
-            best = int(row.argmax())
-            nonzero = row[row > 0]
-            entropy = float(-(nonzero * nonzero.log()).sum())
-            rows.append(
-                f"<tr><td>head {head + 1}</td><td>{html.escape(tokens[best])} ({best})</td>"
-                f"<td>{float(row[best]):.3f}</td>"
-                f"<td>{float(score[torch.isfinite(score)].abs().max()):.2f}</td>"
-                f"<td>{entropy:.2f}</td></tr>"
+        for head, (row, score) in enumerate(
+            zip(weights[:, query].tolist(), scores[:, query].tolist(), strict=True)
+        ):
+            best = max(range(len(row)), key=row.__getitem__)
+            entropy = -sum(w * math.log(w) for w in row if w > 0)
+            largest = max(abs(s) for s in score if math.isfinite(s))
+            cells = "".join(
+                _cell(w, math.isfinite(s), True, j == best)
+                for j, (w, s) in enumerate(zip(row, score, strict=True))
             )
-        header = (
-            "<tr><th>head</th><th>attends most to</th><th>its weight</th>"
-            "<th>largest |score|</th><th>entropy</th></tr>"
-        )
+            rows.append(f"<tr><td>head {head + 1}{cells}<td>{largest:.2f}<td>{entropy:.2f}")
         return (
             f"<b>query {query}: {html.escape(tokens[query])}</b> &nbsp; "
             f"<i>d</i><sub>k</sub> = {d_k}; "
             f"{allowed} keys allowed, uniform weights would have entropy "
             f"log {allowed} = {math.log(allowed):.2f}"
-            f"<table style='border-spacing: 10px 0'>{header}{''.join(rows)}</table>"
+            f"<div class='course-attention ca'><table>{header}{''.join(rows)}</table></div>"
         )
 
-    def _draw(
-        self,
-        sentence: str,
-        query: int,
-        num_heads: int,
-        scale: bool,
-        causal: bool,
-        positions: bool,
-    ) -> None:
-        try:
-            tokens = self.tokenize(sentence)
-        except ValueError as error:
-            self.readout.value = f"<b>{html.escape(str(error))}</b>"
-            return
-        query = min(query or 0, len(tokens) - 1)
-        scores, weights = self.compute(sentence, num_heads, scale, causal, positions)
-        self.readout.value = self.describe(tokens, query, scores, weights)
-        mask = causal_mask(len(tokens)) if causal else None
-        if num_heads == 1:  # the matrix above the bars
-            fig = plt.figure(figsize=(6.6, 6.6))
-            grid = fig.add_gridspec(2, 1, height_ratios=[1.4, 1])
-            cells, bars_cell, columns = [grid[0, 0]], grid[1, 0], 1
-        else:  # up to two heads a row (the text stays readable in the book), the bars below
-            columns = min(num_heads, 2)
-            rows = math.ceil(num_heads / columns)
-            fig = plt.figure(figsize=(6.4, 3.2 * rows + 2.6))
-            grid = fig.add_gridspec(rows + 1, columns)
-            cells = [grid[head // columns, head % columns] for head in range(num_heads)]
-            bars_cell = grid[rows, :]
-        for head, cell in enumerate(cells):
-            ax = fig.add_subplot(cell)
-            title = f"head {head + 1}" if num_heads > 1 else "attention weights"
-            plot_attention(weights[head], ax, queries=tokens, keys=tokens, mask=mask,
-                           annotate=num_heads <= 2 and len(tokens) <= 8, highlight=query,
-                           title=title)  # fmt: skip
-            if head % columns:  # the same queries as the head on its left
-                ax.set_ylabel("")
-                ax.tick_params(labelleft=False)
-        bars = fig.add_subplot(bars_cell)
-        width = 0.8 / num_heads
-        positions_x = np.arange(len(tokens))
-        for head in range(num_heads):
-            bars.bar(positions_x + (head - (num_heads - 1) / 2) * width,
-                     weights[head, query].numpy(), width, label=f"head {head + 1}")  # fmt: skip
-        bars.set_xticks(positions_x, [f"{i}: {t}" for i, t in enumerate(tokens)])
-        bars.set_ylim(0, 1.05)
-        bars.set_ylabel("weight")
-        bars.set_title(f"weights of query {query} ({tokens[query]}) over the keys")
-        if num_heads > 1:
-            bars.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
-        fig.tight_layout()
-        plt.show()
-        plt.close(fig)
+    def draw(self, sentence: str, heads: int, scale: bool, causal: bool, positions: bool) -> str:
+        """Every head's attention matrix, as HTML: one query a row, one key a column, the
+        deeper the blue the larger the weight, the weights written in the cells when they are
+        few (at most 2 heads and 8 words); keys the causal mask hides are grey with ×."""
+        tokens = self.tokenize(sentence)
+        scores, weights = self.compute(sentence, heads, scale, causal, positions)
+        numbers = heads <= 2 and len(tokens) <= 8
+        keys = "".join(f"<th>{i}" for i in range(len(tokens)))
+        panels = []
+        for head, (matrix, allowed) in enumerate(
+            zip(weights.tolist(), torch.isfinite(scores).tolist(), strict=True)
+        ):
+            rows = "".join(
+                f"<tr><th class=q>{i} {html.escape(token)}"
+                + "".join(_cell(w, a, numbers) for w, a in zip(matrix[i], allowed[i], strict=True))
+                for i, token in enumerate(tokens)
+            )
+            title = f"head {head + 1}" if heads > 1 else "attention weights"
+            panels.append(
+                f"<table class='m{' n' if numbers else ''}'><caption>{title}</caption>"
+                f"<tr><th class=q>query \\ key{keys}{rows}</table>"
+            )
+        details = [
+            f"<i>d</i><sub>k</sub> = {self.d_model // heads}",
+            "divided by &radic;<i>d</i><sub>k</sub>" if scale else "not scaled",
+            "causal mask" if causal else "no mask",
+            "with positions" if positions else "no positions",
+        ]
+        return (
+            f"{_STYLE}<div class='course-attention ca'>{', '.join(details)}: "
+            "a row is a query's weights over the keys (white 0, dark blue 1"
+            f"{', grey &times; hidden by the mask' if causal else ''})"
+            f"<div class=panels>{''.join(panels)}</div></div>"
+        )
+
+
+SHADES = 10
+"""The weights' shades: a weight is drawn in the shade of ``round(weight * SHADES)``."""
+
+_STYLE = (
+    "<style>.ca{overflow-x:auto;max-width:100%}"
+    ".ca table{border-collapse:collapse;margin:2px 8px 6px 0}"
+    ".ca td,.ca th{padding:1px 4px;text-align:center;font-weight:normal;font-size:.85em;"
+    "line-height:1.2}.ca th.q{text-align:left;white-space:nowrap}"
+    ".ca .panels{display:flex;flex-wrap:wrap;align-items:flex-start}"
+    ".ca .m td{width:14px;height:14px;padding:0}.ca .m.n td{width:34px;height:22px}"
+    ".ca caption{caption-side:top;text-align:left;font-size:.9em}"
+    f".ca .x{{background:{BLOCKED}}}"
+    + "".join(
+        f".ca .s{level}{{background:#{''.join(f'{c:02x}' for c in WEIGHT_RGB)}"
+        f"{round(MAX_ALPHA * 255 * level / SHADES):02x}}}"
+        for level in range(SHADES + 1)
+    )
+    + "</style>"
+)
+"""The tables' look (class ``ca``), in every state of the matrices, which are always shown with
+the readout: the readout's states leave it out, to stay small."""
+
+
+def _cell(weight: float, allowed: bool, number: bool, best: bool = False) -> str:
+    """A table cell for an attention weight in [0, 1]: the deeper the blue, the larger; grey
+    with × for a key the mask hides; the weight written in if ``number`` (in bold if
+    ``best``). Cells and rows are left unclosed, as HTML allows, to keep the states small."""
+    if not allowed:
+        return "<td class=x>&times;"
+    text = f"{weight:.2f}" if number else ""
+    if best and number:
+        text = f"<b>{text}</b>"
+    return f"<td class=s{round(weight * SHADES)}>{text}"
 
 
 def attention_explorer(**kwargs) -> AttentionExplorer:
