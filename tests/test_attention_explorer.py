@@ -216,15 +216,6 @@ def test_the_tables_take_the_whole_width_live_and_in_the_book():
             assert view.layout.width == "calc(100% - 4px)"
 
 
-def test_the_books_switches_fit_in_one_row():
-    explorer = AttentionExplorer(
-        book=True, offer=SMALL | {"sentence": ("a b",)}, sentence="a b", query=0
-    )
-    for name in ("scale", "causal", "positions"):
-        buttons = explorer.controls[name]
-        assert buttons.style.button_width == "52px" and buttons.layout.display == "flex"
-
-
 def test_the_book_offers_three_sentences_three_head_counts_and_both_sides_of_each_switch():
     explorer = attention_explorer(book=True)
     offered = {name: [value for _, value in control.options]

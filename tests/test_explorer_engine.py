@@ -281,4 +281,16 @@ def test_a_parts_stacks_take_the_pages_width_and_a_controls_stack_a_controls():
     words = toy.children[1].children[0]
     assert words.layout.max_width == "340px"
     readout = toy.parts["readout"]
-    assert readout.layout.max_width is None and readout.layout.width is None
+    assert readout.layout.max_width is None and readout.layout.width == "100%"
+
+
+def test_the_books_buttons_put_their_label_beside_them_and_fit_their_labels():
+    loud = Toy(book=True).controls["loud"]
+    assert loud.layout.display == "flex" and loud.layout.align_items == "center"
+    assert loud.style.button_width == "auto" and loud.style.description_width == "initial"
+
+
+def test_text_parts_take_the_explorers_width_live_and_in_the_book():
+    assert Toy(book=False).readout.layout.width == "calc(100% - 4px)"
+    leaf = Toy(book=True).states["readout"][(0, 0, 0)]
+    assert leaf.layout.width == "calc(100% - 4px)"

@@ -142,43 +142,6 @@ class AttentionExplorer(Explorer):
         ]
         rows = [["sentence"], ["query", "heads"], ["scale", "causal", "positions"]]
         super().__init__(controls, parts, rows, book=book, offer=offer)
-        self._widen()
-
-    def _widen(self) -> None:
-        """Let the tables take the explorer's width (an HTML widget is 300 px wide by
-        default), and in the book make the buttons small enough for the three switches to
-        share a row, each with its whole label beside them."""
-        inside = "calc(100% - 4px)"  # an HTML widget has a margin of 2 px on either side
-        if not self.book:
-            for view in self.parts.values():
-                view.layout.width = inside
-        else:
-            # The stacks take the whole width: the engine gives a stack of HTML states a
-            # control's layout (340 px at most, as an HTML widget is a value widget), the
-            # others the states' layout, which they share.
-            leaves = [leaf for states in self.states.values() for leaf in states.values()]
-            stacked = leaves[0].layout
-            stacked.width = "100%"
-            fitted = widgets.Layout(width=inside)
-            for leaf in leaves:
-                leaf.layout = fitted
-            ids = {id(leaf) for leaf in leaves}
-            stacks = list(self.parts.values())
-            while stacks:
-                stack = stacks.pop()
-                if id(stack.children[0]) in ids:
-                    stack.layout = stacked
-                else:
-                    stacks.extend(stack.children)
-            for name in ("heads", "scale", "causal", "positions"):
-                buttons = self.controls[name]
-                buttons.style.button_width = "52px"
-                buttons.style.description_width = "initial"
-                # the label beside its buttons, not above them (the page shows the buttons'
-                # box as a block)
-                buttons.layout.display = "flex"
-                buttons.layout.align_items = "center"
-                buttons.layout.margin = "2px 12px 2px 0"
 
     @staticmethod
     def tokenize(sentence: str) -> list[str]:

@@ -45,7 +45,7 @@ from IPython.display import clear_output, display
 from matplotlib.figure import Figure
 
 from course_lib._html import color
-from course_lib._layout import control_row, fitting
+from course_lib._layout import FULL_WIDTH, control_row, fitting
 from course_lib.plotting import figure_output
 
 __all__ = [
@@ -235,7 +235,14 @@ def _content(part: Part, values: Mapping[str, Any]) -> str | dict:
 class _Book:
     """The widgets of an explorer built for the book."""
 
-    layout: widgets.Layout = field(default_factory=widgets.Layout)
+    # a part's stacks take the page's width; its states too, inside their 2-px margins
+    layout: widgets.Layout = field(default_factory=lambda: widgets.Layout(width="100%"))
+    leaf: widgets.Layout = field(default_factory=lambda: widgets.Layout(width=FULL_WIDTH))
+    buttons: widgets.Layout = field(
+        default_factory=lambda: widgets.Layout(
+            display="flex", align_items="center", flex="0 0 auto", margin="2px 12px 2px 0"
+        )
+    )
     style: widgets.Widget | None = None  # the HTMLMath leaves share one style model
     controls: dict[str, dict[tuple[int, ...], widgets.Widget]] = field(default_factory=dict)
     placed: dict[str, widgets.Widget] = field(default_factory=dict)
@@ -323,7 +330,8 @@ class Explorer(widgets.VBox):
             self.controls[spec.name] = control
             _set_attribute(self, spec.name, control)
         for part in self._parts:
-            view = widgets.Output() if part.figure else widgets.HTMLMath()
+            kind = widgets.Output if part.figure else widgets.HTMLMath
+            view = kind(layout=widgets.Layout(width=FULL_WIDTH))  # not an HTML widget's 300 px
             view.add_class(f"course-part-{part.name}")
             self.parts[part.name] = view
             _set_attribute(self, part.name, view)
@@ -364,9 +372,8 @@ class Explorer(widgets.VBox):
         except ValueError:
             return  # the parent's text is wrong: the message says so
         index = min(control.index or 0, len(options) - 1)
-        with control.hold_trait_notifications():
-            control.options = options
-            control.index = index
+        control.options = options  # one after the other: ipywidgets 8 resets the index to 0
+        control.index = index  # after options set under hold_trait_notifications
 
     def set(self, **values: Any) -> None:
         """Set several controls at once (widget values, by name) and redraw once."""
@@ -443,9 +450,16 @@ class Explorer(widgets.VBox):
         control = kind(options=options, index=index, description=spec.label, **extra)
         control.add_class("course-control")
         control.add_class(f"course-control-{spec.name}")
-        if spec.kind != "buttons":
+        if spec.kind == "buttons":
+            # the label beside the buttons (a ToggleButtons box is a block otherwise, its label
+            # above them), and buttons as wide as their labels: two or three such controls
+            # share a row
+            control.layout = self._book.buttons
+            control.style.button_width = "auto"
+            control.style.description_width = "initial"
+        else:
             control.layout = self._layout
-        control.style.description_width = self._style["description_width"]
+            control.style.description_width = self._style["description_width"]
         key = tuple(chosen[name] for name in spec.depends)
         if key:  # one of a dependent control's widgets: which parents' values it serves
             control.add_class("course-instance-" + "-".join(str(i) for i in key))
@@ -476,9 +490,9 @@ class Explorer(widgets.VBox):
                 f"part {part.name!r} failed for the book's values {values}: {error}"
             ) from error
         if part.figure:
-            leaf = widgets.Output(layout=self._book.layout)
+            leaf = widgets.Output(layout=self._book.leaf)
         else:
-            leaf = widgets.HTMLMath(layout=self._book.layout, **_shared(self._book))
+            leaf = widgets.HTMLMath(layout=self._book.leaf, **_shared(self._book))
         _show(leaf, content)
         key = tuple(chosen[name] for name in names)
         leaf.add_class("course-state")

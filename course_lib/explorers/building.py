@@ -196,17 +196,6 @@ class NormOrderExplorer(Explorer):
         super().__init__(controls, parts, rows, book=book, offer=offer, label_width="110px")
         if not self.book:
             self.order.observe(self._on_order, names="value")
-            return
-        _widen_text_parts(self)
-        # The book's buttons: narrow enough for two controls a row, whole labels beside them
-        # (a ToggleButtons widget puts its label above its buttons otherwise).
-        unshrunk = widgets.Layout(display="flex", align_items="center", flex="0 0 auto")
-        for name in ("order", "residual", "final_norm"):
-            self.controls[name].layout = unshrunk
-        self.controls["order"].style.button_width = "90px"
-        for name in ("residual", "final_norm"):
-            self.controls[name].style.button_width = "60px"
-            self.controls[name].style.description_width = "initial"
 
     def _on_order(self, change: dict) -> None:
         self.final_norm.value = change["new"] == "pre-norm"  # each order's usual choice
@@ -279,26 +268,6 @@ def _sentence(text: str) -> str:
     """A typed sentence with single spaces between its tokens; ValueError if it has too few
     or too many tokens."""
     return " ".join(_tokens(text))
-
-
-def _widen_text_parts(explorer: Explorer) -> None:
-    """In the book, let the stacks of a text part take the page's width, as its states do.
-
-    (A workaround: the engine gives a stack of ``HTMLMath`` states, value widgets, the
-    controls' layout, at most 340 px wide, which squeezes a readout's table.)"""
-    if not explorer.book:
-        return
-    wide = widgets.Layout()
-
-    def widen(widget: widgets.Widget) -> None:
-        if isinstance(widget, widgets.Box):  # a Stack
-            widget.layout = wide
-            for child in widget.children:
-                widen(child)
-
-    for name, states in explorer.states.items():
-        if states and not isinstance(next(iter(states.values())), widgets.Output):
-            widen(explorer.parts[name])
 
 
 def _replace_options(
@@ -376,7 +345,6 @@ class TokenPathExplorer(Explorer):
         super().__init__(controls, parts, rows, book=book, offer=offer, label_width="110px")
         if not self.book:
             self.sentence.observe(self._on_sentence, names="value")
-        _widen_text_parts(self)
 
     def _on_sentence(self, change: dict) -> None:
         # Live only: the token menu follows the typed sentence, keeping its place.
@@ -567,7 +535,6 @@ class DecoderExplorer(Explorer):
         super().__init__(controls, parts, rows, book=book, offer=offer, label_width="110px")
         if not self.book:
             self.target.observe(self._on_target, names="value")
-        _widen_text_parts(self)
 
     @staticmethod
     def _inputs(target_tokens: list[str]) -> list[str]:
