@@ -109,7 +109,7 @@ def test_in_the_book_the_texts_are_as_wide_as_the_page_not_as_the_controls(runs,
     vocab, _ = corpus
     explorer = WordMapExplorer(runs, vocab, WORD_CLASSES, book=True, offer={"epoch": (0, 3)})
     stacks = [explorer.parts["readout"], *explorer.parts["readout"].children]
-    assert all(stack.layout.max_width is None and stack.layout.width is None for stack in stacks)
+    assert all(stack.layout.max_width is None and stack.layout.width == "100%" for stack in stacks)
     assert explorer.controls["epoch"].layout.max_width == "340px"
 
 
