@@ -518,7 +518,8 @@ def schedule_chart(d_model: int, warmup: int) -> str:
 
 
 def target_chart(epsilon: float, num_classes: int) -> str:
-    """The smoothed target as SVG bars, one per class (the label is class 0), from 0 to 1."""
+    """The smoothed target as SVG bars, one per class (the label is class 0), from 0 to 1,
+    with the two values written at the top (a bar of a large vocabulary is thin)."""
     target = smoothed_targets(torch.tensor(0), num_classes, epsilon).tolist()
     width = _CHART_WIDTH - _LEFT - _RIGHT
     height = _CHART_HEIGHT - _TOP - _BOTTOM
@@ -531,7 +532,12 @@ def target_chart(epsilon: float, num_classes: int) -> str:
     )
     last = num_classes - 1
     ticks = [(_LEFT + step / 2, "0"), (_LEFT + (last + 0.5) * step, str(last))]
-    body = _axes("class (the label is 0)", "1", ticks if last else ticks[:1]) + bars
+    right = _CHART_WIDTH - _RIGHT
+    values = (
+        f"<text x='{right}' y='{_TOP + 12}' text-anchor='end'>label: {target[0]:.3f}</text>"
+        f"<text x='{right}' y='{_TOP + 26}' text-anchor='end'>others: {target[1]:.4f} each</text>"
+    )
+    body = _axes("class (the label is 0)", "1", ticks if last else ticks[:1]) + bars + values
     return _svg(body, f"smoothed target, epsilon {epsilon:.2f}, {num_classes} classes")
 
 
