@@ -238,3 +238,10 @@ def test_the_explorers_render_in_a_kernel(tmp_path, widget_kernel):
     assert any(rendered.figures_stored())
     printed = [o.get("text", "") for o in rendered.outputs if o.output_type == "stream"]
     assert printed[-1] == "True\n"
+
+
+def test_in_the_book_a_stored_figure_stays_within_the_pages_width(language_model):
+    model, vocab = language_model
+    explorer = SamplingExplorer(model, vocab, count=2, book=True)
+    for states in explorer.states.values():
+        assert all(state.layout.max_width == "100%" for state in states.values())

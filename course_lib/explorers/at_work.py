@@ -67,15 +67,19 @@ _LABEL_WIDTH = "110px"
 
 
 def _widen_parts(explorer: Explorer) -> None:
-    """In the book, give every stack of a part's tree the layout of its stored drawings.
+    """In the book, give every stack of a part's tree the layout of its stored drawings, and
+    keep the drawings within the page's width.
 
     The engine sizes a stack of HTML states like a stack of controls (an ``HTMLMath`` is a
     value widget too), which squeezes a text part to a control's width; this undoes that for
-    this module's explorers. Live explorers are left as they are.
+    this module's explorers. A stored figure wider than a phone's column would widen its box
+    past the window; at most the column's width (``max_width`` 100%), the figure scrolls
+    sideways inside it, as a live one does. Live explorers are left as they are.
     """
     if not explorer.book:
         return
     leaves = [leaf for states in explorer.states.values() for leaf in states.values()]
+    leaves[0].layout.max_width = "100%"  # the layout all the stored drawings share
 
     def widen(widget: widgets.Widget) -> None:
         if isinstance(widget, widgets.Stack):
