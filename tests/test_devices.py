@@ -469,7 +469,7 @@ def test_the_sampling_explorer_runs_on_the_models_device(device, watch):
 
     vocab = Vocabulary([f"w{i}" for i in range(VOCAB - 4)])
     explorer = SamplingExplorer(_language_model(device), vocab, count=2, max_new_tokens=3)
-    explorer._draw(1.0, 0)
+    explorer.set(temperature=0.5, seed=1)
     assert "2 sentences" in explorer.readout.value
 
 
@@ -496,7 +496,7 @@ def test_the_translator_and_the_explorers_run_in_float64_and_bfloat16(dtype):
     DecoderExplorer(model, english, translator.target_vocab, "twenty one", "veintiuno")
     vocab = Vocabulary([f"w{i}" for i in range(VOCAB - 4)])
     language_model = _model(_decoder_only(), "cpu", dtype)
-    SamplingExplorer(language_model, vocab, count=2, max_new_tokens=3)._draw(1.0, 0)
+    SamplingExplorer(language_model, vocab, count=2, max_new_tokens=3).set(seed=1)
 
 
 @CUDA

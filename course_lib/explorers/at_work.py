@@ -9,23 +9,24 @@
 - :class:`SamplingExplorer` -- sentences sampled from a GPT-like model at any temperature,
   each marked grammatical or not, and the distribution of the first word.
 
-In the HTML book an explorer shows the state it was saved with; open the chapter in Colab or
-Jupyter to use its controls.
+All four run on the engine of :mod:`course_lib.explorers.base`: live from Python in a kernel
+(every value, free text included), and in the HTML book with the states of the values listed
+by this module's ``BOOK_...`` constants, computed when the chapter is executed.
 """
 
 from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
+from matplotlib.figure import Figure
 
 from course_lib._devices import device_of
-from course_lib._html import block, color
-from course_lib._layout import control_row, fitting
+from course_lib._html import color
 from course_lib.data import (
     MAX_NUMBER,
     english_number_name,
@@ -35,6 +36,7 @@ from course_lib.data import (
     tokens_to_name,
 )
 from course_lib.decoding import beam_search, sample
+from course_lib.explorers.base import Control, Explorer, figure_part, menu, slider, text_part
 from course_lib.families import DecoderOnlyModel
 from course_lib.plotting import plot_attention, to_numpy
 from course_lib.training import smoothed_loss_minimum, smoothed_targets, transformer_schedule
@@ -42,16 +44,51 @@ from course_lib.translation import MAX_OUTPUT_TOKENS, NumberTranslator
 from course_lib.vocab import Vocabulary
 
 __all__ = [
+    "BOOK_BEAM_WIDTHS",
+    "BOOK_CLASSES",
+    "BOOK_DECODING_NUMBERS",
+    "BOOK_EPSILONS",
+    "BOOK_SEEDS",
+    "BOOK_TEMPERATURES",
+    "BOOK_TRANSLATOR_INPUTS",
+    "BOOK_WARMUPS",
     "DecodingExplorer",
     "RecipeExplorer",
     "SamplingExplorer",
     "TranslatorExplorer",
     "predicted_labels",
     "read_number",
+    "schedule_chart",
+    "target_chart",
 ]
 
-_WIDE = fitting("360px")
-_LABEL = {"description_width": "110px"}
+_WIDTH = "360px"
+_LABEL_WIDTH = "110px"
+
+
+def _widen_parts(explorer: Explorer) -> None:
+    """In the book, give every stack of a part's tree the layout of its stored drawings, and
+    keep the drawings within the page's width.
+
+    The engine sizes a stack of HTML states like a stack of controls (an ``HTMLMath`` is a
+    value widget too), which squeezes a text part to a control's width; this undoes that for
+    this module's explorers. A stored figure wider than a phone's column would widen its box
+    past the window; at most the column's width (``max_width`` 100%), the figure scrolls
+    sideways inside it, as a live one does. Live explorers are left as they are.
+    """
+    if not explorer.book:
+        return
+    leaves = [leaf for states in explorer.states.values() for leaf in states.values()]
+    leaves[0].layout.max_width = "100%"  # the layout all the stored drawings share
+
+    def widen(widget: widgets.Widget) -> None:
+        if isinstance(widget, widgets.Stack):
+            widget.layout = leaves[0].layout
+            for child in widget.children:
+                widen(child)
+
+    for root in explorer.parts.values():
+        widen(root)
 
 
 def read_number(text: str) -> tuple[int | None, str]:
@@ -72,6 +109,15 @@ def read_number(text: str) -> tuple[int | None, str]:
     )
 
 
+def _number_of(text: str) -> int:
+    """The explorer's reading of a typed text: :func:`read_number`'s number, or a
+    ``ValueError`` with its message (the engine shows it, escaped, above the parts)."""
+    n, name = read_number(text)
+    if n is None:
+        raise ValueError(html.unescape(name))
+    return n
+
+
 def predicted_labels(target: Sequence[str]) -> list[str]:
     """Row labels of cross-attention: the decoder position of input ``target[t]`` predicts
     ``target[t + 1]`` (the last one predicts ``<eos>``), so label it ``"→ target[t + 1]"``."""
@@ -88,60 +134,87 @@ def _where(n: int) -> str:
     return "a training number"
 
 
-class TranslatorExplorer(widgets.VBox):
+BOOK_TRANSLATOR_INPUTS = ("2534", "one hundred", "116", "9021", "1728")
+"""The inputs the book's translator offers (with the first input): 2534, a training number;
+100 typed as its English name, the one number of 0..9999 the shipped model gets wrong
+(*ciento* for *cien*); 116 and 9021, irregular forms (*dieciséis*, *nueve mil veintiuno*);
+1728, held out from training (*mil setecientos veintiocho*)."""
+
+
+class TranslatorExplorer(Explorer):
     """Translate any number typed in, and draw the cross-attention of the translation.
+
+    Parts: ``readout``, the number, its English name, the model's Spanish and the rule's, and
+    whether the number was trained on; ``figure``, the cross-attention of the chosen decoder
+    layer and head (or the mean of the heads) over the English tokens. A text that is not a
+    number shows the engine's message line instead.
+
+    In the book the text box is a menu of :data:`BOOK_TRANSLATOR_INPUTS` (with the first
+    input), and the layer and head menus offer all their options.
 
     Args:
         translator: a trained :class:`~course_lib.translation.NumberTranslator`.
         text: the initial input, digits or an English name.
 
     Attributes:
-        number: the text box; ``layer`` and ``head``: which cross-attention to draw.
-        readout: HTML with the translation; ``output``: the figure.
+        number: the text box (a menu in the book); ``layer`` and ``head``: which
+            cross-attention to draw.
+        readout, figure: the parts.
     """
 
-    def __init__(self, translator: NumberTranslator, text: str = "2534") -> None:
+    def __init__(
+        self,
+        translator: NumberTranslator,
+        text: str = "2534",
+        *,
+        book: bool | None = None,
+        offer: Mapping[str, Sequence] | None = None,
+    ) -> None:
         self.translator = translator
-        self.number = widgets.Text(
-            value=text, description="number", continuous_update=False,
-            layout=_WIDE, style=_LABEL,
-        )  # fmt: skip
+        self._attention: dict[int, object] = {}
+        self._translations: dict[int, str] = {}
         layers = len(translator.model.decoder.layers)
         heads = translator.model.decoder.layers[0].cross_attention.num_heads
-        self.layer = widgets.Dropdown(
-            options=[(f"layer {i + 1}", i) for i in range(layers)], value=layers - 1,
-            description="decoder layer", layout=_WIDE, style=_LABEL,
-        )  # fmt: skip
-        self.head = widgets.Dropdown(
-            options=[("mean of the heads", -1)] + [(f"head {h + 1}", h) for h in range(heads)],
-            value=-1, description="heads", layout=_WIDE, style=_LABEL,
-        )  # fmt: skip
-        self.readout = widgets.HTML()
-        self.output = widgets.interactive_output(
-            self._draw, {"text": self.number, "layer": self.layer, "head": self.head}
-        )
-        super().__init__(
-            [self.number, control_row([self.layer, self.head]), self.readout, self.output]
-        )
+        prepared = (text, *[t for t in BOOK_TRANSLATOR_INPUTS if t != text])
+        controls = [
+            Control("number", "number", text, kind="menu", book=prepared, read=_number_of,
+                    live=lambda: widgets.Text(value=text, description="number",
+                                              continuous_update=False)),
+            menu("layer", "decoder layer", layers - 1,
+                 [(f"layer {i + 1}", i) for i in range(layers)]),
+            menu("head", "heads", -1,
+                 [("mean of the heads", -1)] + [(f"head {h + 1}", h) for h in range(heads)]),
+        ]  # fmt: skip
+        parts = [
+            text_part("readout", ("number",), self.describe),
+            figure_part("figure", ("number", "layer", "head"), self.draw),
+        ]
+        rows = [["number"], ["layer", "head"]]
+        super().__init__(controls, parts, rows, book=book, offer=offer,
+                         width=_WIDTH, label_width=_LABEL_WIDTH)  # fmt: skip
+        _widen_parts(self)
 
-    def describe(self, text: str) -> tuple[int | None, str]:
-        """The number read from ``text`` and the readout's HTML."""
-        n, name = read_number(text)
-        if n is None:
-            return None, block(f"<span style='color:{color('fail')}'>{name}</span>")
-        got = self.translator.translate([n])[0]
-        want = spanish_number_name(n)
+    def translation(self, n: int) -> str:
+        """The model's Spanish for ``n`` (computed once)."""
+        if n not in self._translations:
+            self._translations[n] = self.translator.translate([n])[0]
+        return self._translations[n]
+
+    def describe(self, number: int) -> str:
+        """The readout's HTML: the number, its names, the model's Spanish and a verdict."""
+        got, want = self.translation(number), spanish_number_name(number)
         verdict = "✓ correct" if got == want else f"✗ the rule says <b>{want}</b>"
-        return n, (
-            f"<b>{n}</b>: {html.escape(name)} &rarr; model: <b>{html.escape(got)}</b> "
-            f"&nbsp; {verdict} &nbsp; <i>({_where(n)})</i>"
+        return (
+            f"<b>{number}</b>: {html.escape(english_number_name(number))} &rarr; model: "
+            f"<b>{html.escape(got)}</b> &nbsp; {verdict} &nbsp; <i>({_where(number)})</i>"
         )
 
-    def _draw(self, text: str, layer: int, head: int) -> None:
-        n, self.readout.value = self.describe(text)
-        if n is None:
-            return
-        attention = self.translator.cross_attention(n)
+    def draw(self, number: int, layer: int, head: int) -> Figure:
+        """The cross-attention of ``layer`` (one head, or the mean of the heads if ``head``
+        is -1) while the model writes its translation of ``number``."""
+        if number not in self._attention:
+            self._attention[number] = self.translator.cross_attention(number)
+        attention = self._attention[number]
         weights = attention.weights[layer]
         weights = weights.mean(0) if head < 0 else weights[head]
         which = "mean of the heads" if head < 0 else f"head {head + 1}"
@@ -153,41 +226,77 @@ class TranslatorExplorer(widgets.VBox):
         ax.set_xlabel("English (encoder output)")
         ax.set_ylabel("decoder position writing ...")
         fig.tight_layout()
-        plt.show()
-        plt.close(fig)
+        return fig
 
 
-class DecodingExplorer(widgets.VBox):
+BOOK_DECODING_NUMBERS = (1971, 100, 21, 3724, 7777, 9021)
+"""The numbers the book's decoding explorer offers (with the first number): 1971, 100 (the
+model hesitates between *cien* and *ciento*), a short one, 3724 (held out from training),
+and two long ones."""
+BOOK_BEAM_WIDTHS = (1, 2, 4, 8)
+"""The beam widths the book's slider offers (with the first width); 1 is greedy."""
+
+
+class DecodingExplorer(Explorer):
     """Greedy decoding step by step and beam search's hypotheses for one number.
+
+    Parts: ``greedy``, the number's English name and, at every greedy step, the ``top`` most
+    probable tokens with their probabilities; ``beams``, beam search's hypotheses at the
+    chosen width, best first, with their log-probabilities and probabilities (✓ marks the
+    rule's translation). ``greedy`` depends on the number only.
+
+    In the book the number is a menu of :data:`BOOK_DECODING_NUMBERS` and the beam width a
+    slider over :data:`BOOK_BEAM_WIDTHS` (each with the first value).
 
     Args:
         translator: a trained :class:`~course_lib.translation.NumberTranslator`.
-        number: the initial number; ``beam_width``: the initial beam width.
+        number: the initial number; ``beam_width``: the initial beam width (1 to 8).
         top: how many candidates of each greedy step to list.
     """
 
     def __init__(
-        self, translator: NumberTranslator, number: int = 1971, beam_width: int = 4, top: int = 3
+        self,
+        translator: NumberTranslator,
+        number: int = 1971,
+        beam_width: int = 4,
+        top: int = 3,
+        *,
+        book: bool | None = None,
+        offer: Mapping[str, Sequence] | None = None,
     ) -> None:
+        if not (0 <= number <= MAX_NUMBER and 1 <= beam_width <= 8):
+            raise ValueError(
+                f"number must be in 0..{MAX_NUMBER} and beam_width in 1..8, "
+                f"got number={number}, beam_width={beam_width}"
+            )
         self.translator = translator
         self.top = top
-        self.number = widgets.BoundedIntText(
-            value=number, min=0, max=MAX_NUMBER, description="number",
-            layout=_WIDE, style=_LABEL,
-        )  # fmt: skip
-        self.beam_width = widgets.IntSlider(
-            value=beam_width, min=1, max=8, description="beam width",
-            continuous_update=False, layout=_WIDE, style=_LABEL,
-        )  # fmt: skip
-        self.greedy = widgets.HTML()
-        self.beams = widgets.HTML()
-        for control in (self.number, self.beam_width):
-            control.observe(lambda _: self.refresh(), names="value")
-        super().__init__([control_row([self.number, self.beam_width]), self.greedy, self.beams])
-        self.refresh()
+        numbers = (number, *[n for n in BOOK_DECODING_NUMBERS if n != number])
+        controls = [
+            Control("number", "number", number, kind="menu", book=numbers,
+                    live=lambda: widgets.BoundedIntText(value=number, min=0, max=MAX_NUMBER,
+                                                        description="number")),
+            slider("beam_width", "beam width", beam_width,
+                   sorted({*BOOK_BEAM_WIDTHS, beam_width}),
+                   lambda: widgets.IntSlider(value=beam_width, min=1, max=8,
+                                             description="beam width",
+                                             continuous_update=False)),
+        ]  # fmt: skip
+        parts = [
+            text_part("greedy", ("number",), self.describe),
+            text_part("beams", ("number", "beam_width"), self.beam_table),
+        ]
+        super().__init__(controls, parts, book=book, offer=offer,
+                         width=_WIDTH, label_width=_LABEL_WIDTH)  # fmt: skip
+        _widen_parts(self)
 
     def _token(self, index: int) -> str:
         return html.escape(self.translator.target_vocab.id_to_token(index))
+
+    def describe(self, number: int) -> str:
+        """The ``greedy`` part: the number's English name and :meth:`greedy_steps`."""
+        name = html.escape(english_number_name(number))
+        return f"<p>{number}: {name}</p>" + self.greedy_steps(number)
 
     def greedy_steps(self, n: int) -> str:
         """An HTML table: at every step the ``top`` most probable tokens; greedy takes the
@@ -215,43 +324,49 @@ class DecodingExplorer(widgets.VBox):
             f"greedy takes the first)<table>{''.join(rows)}</table>"
         )
 
-    def beam_table(self, n: int, width: int) -> str:
+    def beam_table(self, number: int, beam_width: int) -> str:
         """An HTML table of beam search's hypotheses, best first, with their probabilities."""
         vocab = self.translator.target_vocab
-        src_ids = self.translator.source_ids([n])
+        src_ids = self.translator.source_ids([number])
         start = torch.full((1, 1), vocab.bos_id, device=src_ids.device)
         result = beam_search(self.translator.scorer(src_ids), start, vocab.eos_id,
-                             MAX_OUTPUT_TOKENS, width)  # fmt: skip
+                             MAX_OUTPUT_TOKENS, beam_width)  # fmt: skip
         rows = []
         for ids, score in zip(result.sequences[0].tolist(), result.scores[0].tolist(),
                               strict=True):  # fmt: skip
             ended = vocab.eos_id in ids
             name = tokens_to_name(vocab.decode(ids[: ids.index(vocab.eos_id)] if ended else ids))
-            mark = "✓" if name == spanish_number_name(n) else ""
+            mark = "✓" if name == spanish_number_name(number) else ""
             rows.append(f"<tr><td>{html.escape(name)}{'' if ended else ' ...'}</td>"
                         f"<td>{score:.3f}</td><td>{math.exp(score):.4f}</td>"
                         f"<td>{mark}</td></tr>")  # fmt: skip
         return (
-            f"<b>Beam search, width {width}</b>"
+            f"<b>Beam search, width {beam_width}</b>"
             "<table><tr><th>hypothesis</th><th>log-probability</th><th>probability</th>"
             f"<th></th></tr>{''.join(rows)}</table>"
         )
 
-    def refresh(self) -> None:
-        n = self.number.value
-        self.greedy.value = (
-            f"<p>{n}: {html.escape(english_number_name(n))}</p>" + self.greedy_steps(n)
-        )
-        self.beams.value = self.beam_table(n, self.beam_width.value)
+
+BOOK_TEMPERATURES = (0.1, 0.5, 1.0, 1.5, 3.0)
+"""The temperatures the book's slider offers (with the first temperature)."""
+BOOK_SEEDS = (0, 1, 2, 3)
+"""The seeds the book's slider offers (with 0, the first)."""
 
 
-class SamplingExplorer(widgets.VBox):
+class SamplingExplorer(Explorer):
     """Sentences sampled from a GPT-like model, and the first word's distribution.
+
+    Parts: ``readout``, ``count`` sentences sampled at the chosen temperature with the chosen
+    seed, each marked grammatical (✓) or not (✗, or unfinished with "..."); ``figure``, the
+    ten likeliest first words and their probabilities at that temperature (it does not depend
+    on the seed).
+
+    In the book the sliders offer :data:`BOOK_TEMPERATURES` and :data:`BOOK_SEEDS`.
 
     Args:
         model: a trained :class:`~course_lib.families.DecoderOnlyModel`.
         vocab: its vocabulary (with ``<bos>`` and ``<eos>``).
-        temperature: the initial temperature.
+        temperature: the initial temperature (0.1 to 3.0).
         count: how many sentences to sample.
         max_new_tokens: the longest sentence.
     """
@@ -263,22 +378,30 @@ class SamplingExplorer(widgets.VBox):
         temperature: float = 1.0,
         count: int = 8,
         max_new_tokens: int = 14,
+        *,
+        book: bool | None = None,
+        offer: Mapping[str, Sequence] | None = None,
     ) -> None:
         self.model, self.vocab = model, vocab
         self.count, self.max_new_tokens = count, max_new_tokens
-        self.temperature = widgets.FloatSlider(
-            value=temperature, min=0.1, max=3.0, step=0.1, description="temperature",
-            continuous_update=False, layout=_WIDE, style=_LABEL,
-        )  # fmt: skip
-        self.seed = widgets.IntSlider(
-            value=0, min=0, max=99, description="seed", continuous_update=False,
-            layout=_WIDE, style=_LABEL,
-        )  # fmt: skip
-        self.readout = widgets.HTML()
-        self.output = widgets.interactive_output(
-            self._draw, {"temperature": self.temperature, "seed": self.seed}
-        )
-        super().__init__([control_row([self.temperature, self.seed]), self.readout, self.output])
+        temperatures = sorted({*BOOK_TEMPERATURES, temperature})
+        controls = [
+            slider("temperature", "temperature", temperature, temperatures,
+                   lambda: widgets.FloatSlider(value=temperature, min=0.1, max=3.0, step=0.1,
+                                               description="temperature",
+                                               continuous_update=False),
+                   show=lambda t: f"{t:.1f}"),
+            slider("seed", "seed", 0, BOOK_SEEDS,
+                   lambda: widgets.IntSlider(value=0, min=0, max=99, description="seed",
+                                             continuous_update=False)),
+        ]  # fmt: skip
+        parts = [
+            text_part("readout", ("temperature", "seed"), self.describe),
+            figure_part("figure", ("temperature",), self.draw),
+        ]
+        super().__init__(controls, parts, book=book, offer=offer,
+                         width=_WIDTH, label_width=_LABEL_WIDTH)  # fmt: skip
+        _widen_parts(self)
 
     def sentences(self, temperature: float, seed: int) -> list[tuple[list[str], bool]]:
         """``count`` sampled sentences and whether each ended with ``<eos>``."""
@@ -293,45 +416,154 @@ class SamplingExplorer(widgets.VBox):
             found.append((words, ended))
         return found
 
-    def _draw(self, temperature: float, seed: int) -> None:
+    def describe(self, temperature: float, seed: int) -> str:
+        """The readout: the sampled sentences, each marked grammatical or not."""
         lines = []
         for words, ended in self.sentences(temperature, seed):
             good = ended and is_grammatical(words)
             mark = "✓" if good else "✗"
             lines.append(f"{mark} {html.escape(' '.join(words))}{'' if ended else ' ...'}")
-        self.readout.value = (
+        return (
             f"<b>{self.count} sentences at temperature {temperature:.1f}</b> "
-            "(✓ grammatical, ✗ not)<br>" + "<br>".join(lines)
+            f"(seed {seed}; ✓ grammatical, ✗ not)<br>" + "<br>".join(lines)
         )
+
+    def draw(self, temperature: float) -> Figure:
+        """The ten likeliest first words at ``temperature`` and their probabilities."""
         with torch.no_grad():
             bos = torch.full((1, 1), self.vocab.bos_id, device=device_of(self.model))
-            scores = self.model.next_token_scores(bos)[0]
+            scores = self.model.next_token_scores(bos)[0].float()
         probabilities = torch.softmax(scores / temperature, -1)
         top = probabilities.topk(min(10, probabilities.numel()))
         fig, ax = plt.subplots(figsize=(7.2, 2.8))
         labels = [self.vocab.id_to_token(int(i)) for i in top.indices]
         ax.bar(range(len(labels)), to_numpy(top.values))
         ax.set_xticks(range(len(labels)), labels, rotation=30)
+        ax.set_ylim(0, 1)
         ax.set_ylabel("probability")
         ax.set_title(f"the first word at temperature {temperature:.1f} (the likeliest)")
         fig.tight_layout()
-        plt.show()
-        plt.close(fig)
+        return fig
 
 
 # --- the training recipe (chapter "The paper's training recipe") ---------------------------
 
-_RECIPE_WIDE = fitting("340px")
-_RECIPE_LABEL = {"description_width": "110px"}
 _STEPS = 20_000  # the steps drawn
+D_MODEL = "$d_{\\text{model}}$"
+BOOK_D_MODELS = (64, 128, 256, 512, 1024)
+"""The model widths the book's menu offers (all of the live menu's)."""
+BOOK_WARMUPS = (1000, 2000, 4000, 8000)
+"""The warm-ups the book's slider offers (with the first one; the paper's is 4000)."""
+BOOK_EPSILONS = (0.0, 0.1, 0.2, 0.5)
+"""The smoothing rates the book's slider offers (with the first; 0 is the one-hot target)."""
+BOOK_CLASSES = (2, 10, 32, 64)
+"""The numbers of classes the book's slider offers (with the first; 64 is above the 53
+Spanish tokens of the chapter)."""
+
+_CHART_WIDTH, _CHART_HEIGHT = 360, 170
+_LEFT, _RIGHT, _TOP, _BOTTOM = 52, 24, 8, 34  # the plot area's margins in the chart
 
 
-class RecipeExplorer(widgets.VBox):
+def _svg(body: str, label: str) -> str:
+    """An SVG chart of the text's colour (any theme), as wide as the page allows."""
+    return (
+        f"<svg role='img' aria-label='{html.escape(label)}' viewBox='0 0 {_CHART_WIDTH} "
+        f"{_CHART_HEIGHT}' width='{_CHART_WIDTH}' style='max-width: 100%; height: auto; "
+        f"display: block; font: 11px sans-serif; fill: currentColor'>{body}</svg>"
+    )
+
+
+def _axes(x_label: str, y_top: str, x_ticks: Sequence[tuple[float, str]]) -> str:
+    """The plot area's left and bottom axes, the top of the y axis, and the x ticks."""
+    right, bottom = _CHART_WIDTH - _RIGHT, _CHART_HEIGHT - _BOTTOM
+    ticks = "".join(
+        f"<line x1='{x:.1f}' y1='{bottom}' x2='{x:.1f}' y2='{bottom + 4}' "
+        f"stroke='currentColor'/><text x='{x:.1f}' y='{bottom + 15}' "
+        f"text-anchor='middle'>{html.escape(text)}</text>"
+        for x, text in x_ticks
+    )
+    return (
+        f"<path d='M{_LEFT} {_TOP} V{bottom} H{right}' fill='none' stroke='currentColor'/>"
+        f"<text x='{_LEFT - 4}' y='{_TOP + 8}' text-anchor='end'>{html.escape(y_top)}</text>"
+        f"<text x='{_LEFT - 4}' y='{bottom}' text-anchor='end'>0</text>{ticks}"
+        f"<text x='{(_LEFT + right) / 2:.0f}' y='{_CHART_HEIGHT - 3}' "
+        f"text-anchor='middle'>{html.escape(x_label)}</text>"
+    )
+
+
+def schedule_chart(d_model: int, warmup: int) -> str:
+    """The schedule over the first 20,000 steps as an SVG line, with the paper's base model
+    (512, 4000) dashed for comparison and the warm-up's end marked; the y axis reaches the
+    higher of the two peaks."""
+    steps = range(1, _STEPS + 1, 100)
+    peak = max(transformer_schedule(warmup, d_model, warmup), transformer_schedule(4000, 512, 4000))
+    width = _CHART_WIDTH - _LEFT - _RIGHT
+    height = _CHART_HEIGHT - _TOP - _BOTTOM
+
+    def line(model: int, warm: int) -> str:
+        return " ".join(
+            f"{_LEFT + width * s / _STEPS:.1f},"
+            f"{_TOP + height * (1 - transformer_schedule(s, model, warm) / peak):.1f}"
+            for s in steps
+        )
+
+    x_warm = _LEFT + width * warmup / _STEPS
+    ticks = [(_LEFT + width * s / _STEPS, f"{s:,}") for s in (0, 5000, 10_000, 15_000, 20_000)]
+    body = (
+        _axes("step", f"{peak:.1e}", ticks)
+        + f"<line x1='{x_warm:.1f}' y1='{_TOP}' x2='{x_warm:.1f}' y2='{_TOP + height}' "
+        "stroke='currentColor' stroke-opacity='0.5' stroke-dasharray='2 3'/>"
+        + f"<polyline points='{line(512, 4000)}' fill='none' stroke='{color('muted')}' "
+        "stroke-width='1.5' stroke-dasharray='5 4'/>"
+        + f"<polyline points='{line(d_model, warmup)}' fill='none' stroke='#1f77b4' "
+        "stroke-width='2'/>"
+    )
+    return _svg(body, f"learning rate over {_STEPS} steps, d_model {d_model}, warm-up {warmup}")
+
+
+def target_chart(epsilon: float, num_classes: int) -> str:
+    """The smoothed target as SVG bars, one per class (the label is class 0), from 0 to 1,
+    with the two values written at the top (a bar of a large vocabulary is thin)."""
+    target = smoothed_targets(torch.tensor(0), num_classes, epsilon).tolist()
+    width = _CHART_WIDTH - _LEFT - _RIGHT
+    height = _CHART_HEIGHT - _TOP - _BOTTOM
+    step = width / num_classes
+    gap = min(2.0, step / 4)
+    bars = "".join(
+        f"<rect x='{_LEFT + i * step + gap / 2:.2f}' y='{_TOP + height * (1 - p):.2f}' "
+        f"width='{step - gap:.2f}' height='{height * p:.2f}' fill='#ff7f0e'/>"
+        for i, p in enumerate(target)
+    )
+    last = num_classes - 1
+    ticks = [(_LEFT + step / 2, "0"), (_LEFT + (last + 0.5) * step, str(last))]
+    right = _CHART_WIDTH - _RIGHT
+    values = (
+        f"<text x='{right}' y='{_TOP + 12}' text-anchor='end'>label: {target[0]:.3f}</text>"
+        f"<text x='{right}' y='{_TOP + 26}' text-anchor='end'>others: {target[1]:.4f} each</text>"
+    )
+    body = _axes("class (the label is 0)", "1", ticks if last else ticks[:1]) + bars + values
+    return _svg(body, f"smoothed target, epsilon {epsilon:.2f}, {num_classes} classes")
+
+
+class RecipeExplorer(Explorer):
     """The learning-rate schedule and the label-smoothed target, for chosen settings.
+
+    Parts (both HTML, cheap to store): ``schedule``, the peak learning rate and where it is,
+    over a chart of the schedule's first 20,000 steps next to the paper's base model (dashed);
+    ``target``, the smoothed target on the label and on each other class, the lowest possible
+    loss, and the target as bars. ``schedule`` depends on ``d_model`` and the warm-up only,
+    ``target`` on the smoothing rate and the number of classes only.
+
+    In the book the controls offer :data:`BOOK_D_MODELS`, :data:`BOOK_WARMUPS`,
+    :data:`BOOK_EPSILONS` and :data:`BOOK_CLASSES` (each with the first value).
 
     Args:
         d_model, warmup_steps: the schedule's settings (the paper's base model: 512, 4000).
         epsilon, num_classes: the label smoothing ``eps_ls`` and the number of classes ``|V|``.
+
+    Attributes:
+        d_model, warmup, epsilon, num_classes: the controls.
+        schedule, target: the parts.
     """
 
     def __init__(
@@ -340,89 +572,59 @@ class RecipeExplorer(widgets.VBox):
         warmup_steps: int = 4000,
         epsilon: float = 0.1,
         num_classes: int = 10,
+        *,
+        book: bool | None = None,
+        offer: Mapping[str, Sequence] | None = None,
     ) -> None:
-        self.d_model = widgets.Dropdown(
-            options=[64, 128, 256, 512, 1024],
-            value=d_model,
-            description="$d_{\\text{model}}$",
-            layout=_RECIPE_WIDE,
-            style=_RECIPE_LABEL,
-        )
-        self.warmup = widgets.IntSlider(
-            value=warmup_steps,
-            min=100,
-            max=10_000,
-            step=100,
-            description="warm-up steps",
-            continuous_update=False,
-            layout=_RECIPE_WIDE,
-            style=_RECIPE_LABEL,
-        )
-        self.epsilon = widgets.FloatSlider(
-            value=epsilon,
-            min=0.0,
-            max=0.5,
-            step=0.05,
-            description="$\\epsilon_{ls}$ (smoothing)",
-            continuous_update=False,
-            layout=_RECIPE_WIDE,
-            style=_RECIPE_LABEL,
-        )
-        self.num_classes = widgets.IntSlider(
-            value=num_classes,
-            min=2,
-            max=64,
-            description="classes $|\\mathcal{V}|$",
-            continuous_update=False,
-            layout=_RECIPE_WIDE,
-            style=_RECIPE_LABEL,
-        )
-        self.readout = widgets.HTML()
-        controls = {
-            "d_model": self.d_model,
-            "warmup": self.warmup,
-            "epsilon": self.epsilon,
-            "num_classes": self.num_classes,
-        }
-        self.output = widgets.interactive_output(self._draw, controls)
-        rows = [
-            control_row([self.d_model, self.warmup]),
-            control_row([self.epsilon, self.num_classes]),
+        if not (100 <= warmup_steps <= 10_000 and 0 <= epsilon <= 0.5 and 2 <= num_classes <= 64):
+            raise ValueError(
+                "warmup_steps must be in 100..10000, epsilon in 0..0.5 and num_classes in "
+                f"2..64, got {warmup_steps}, {epsilon}, {num_classes}"
+            )
+        models = sorted({*BOOK_D_MODELS, d_model})
+        label = "$\\epsilon_{ls}$ (smoothing)"
+        classes = "classes $|\\mathcal{V}|$"
+        controls = [
+            menu("d_model", D_MODEL, d_model, [(str(m), m) for m in models]),
+            slider("warmup", "warm-up steps", warmup_steps, sorted({*BOOK_WARMUPS, warmup_steps}),
+                   lambda: widgets.IntSlider(value=warmup_steps, min=100, max=10_000, step=100,
+                                             description="warm-up steps",
+                                             continuous_update=False)),
+            slider("epsilon", label, epsilon, sorted({*BOOK_EPSILONS, epsilon}),
+                   lambda: widgets.FloatSlider(value=epsilon, min=0.0, max=0.5, step=0.05,
+                                               description=label, continuous_update=False),
+                   show=lambda e: f"{e:.2f}"),
+            slider("num_classes", classes, num_classes, sorted({*BOOK_CLASSES, num_classes}),
+                   lambda: widgets.IntSlider(value=num_classes, min=2, max=64,
+                                             description=classes, continuous_update=False)),
+        ]  # fmt: skip
+        parts = [
+            text_part("schedule", ("d_model", "warmup"), self.describe_schedule),
+            text_part("target", ("epsilon", "num_classes"), self.describe_target),
         ]
-        super().__init__([*rows, self.readout, self.output])
+        rows = [["d_model", "warmup"], ["epsilon", "num_classes"]]
+        super().__init__(controls, parts, rows, book=book, offer=offer,
+                         label_width=_LABEL_WIDTH)  # fmt: skip
+        _widen_parts(self)
 
     @staticmethod
-    def summary(d_model: int, warmup: int, epsilon: float, num_classes: int) -> str:
-        """The readout: the peak rate and where it is, the target and the lowest loss."""
+    def describe_schedule(d_model: int, warmup: int) -> str:
+        """The ``schedule`` part: the peak rate and where it is, over the schedule's chart."""
         peak = transformer_schedule(warmup, d_model, warmup)
+        return (
+            f"peak learning rate <b>{peak:.2e}</b> at step {warmup} "
+            f"(= ({d_model} &times; {warmup})<sup>-0.5</sup>); dashed: the paper's base model "
+            f"(512, 4000)" + schedule_chart(d_model, warmup)
+        )
+
+    @staticmethod
+    def describe_target(epsilon: float, num_classes: int) -> str:
+        """The ``target`` part: the target's two values and the lowest loss, over its bars."""
         target = smoothed_targets(torch.tensor(0), num_classes, epsilon)
         lowest = smoothed_loss_minimum(num_classes, epsilon)
         return (
-            f"peak learning rate <b>{peak:.2e}</b> at step {warmup} "
-            f"(= ({d_model} &times; {warmup})<sup>-0.5</sup>); "
-            f"target: <b>{target[0].item():.3f}</b> on the label, "
+            f"&epsilon;<sub>ls</sub> = {epsilon:.2f}, |V| = {num_classes}: "
+            f"target <b>{target[0].item():.3f}</b> on the label, "
             f"<b>{target[1].item():.4f}</b> on each of the other {num_classes - 1} classes; "
-            f"lowest possible loss <b>{lowest:.3f}</b>"
+            f"lowest possible loss <b>{lowest:.3f}</b>" + target_chart(epsilon, num_classes)
         )
-
-    def _draw(self, d_model: int, warmup: int, epsilon: float, num_classes: int) -> None:
-        self.readout.value = self.summary(d_model, warmup, epsilon, num_classes)
-        steps = range(1, _STEPS + 1, 20)
-        rates = [transformer_schedule(s, d_model, warmup) for s in steps]
-        target = smoothed_targets(torch.tensor(0), num_classes, epsilon)
-        fig, (left, right) = plt.subplots(1, 2, figsize=(7.2, 3))
-        left.plot(list(steps), rates)
-        left.axvline(warmup, color="grey", lw=0.8, ls="--")
-        left.set_xlabel("step")
-        left.set_ylabel("learning rate")
-        left.set_title(f"$d_\\mathrm{{model}}$ {d_model}, warm-up {warmup}")
-        right.bar(range(num_classes), target.numpy(), color="tab:orange")
-        right.set_ylim(0, 1)
-        right.set_xlabel("class (the label is 0)")
-        right.set_ylabel("target probability")
-        right.set_title(
-            f"smoothed target, $\\epsilon_{{ls}}$ {epsilon:.2f}, $|\\mathcal{{V}}|$ {num_classes}"
-        )
-        fig.tight_layout()
-        plt.show()
-        plt.close(fig)
