@@ -66,31 +66,6 @@ _WIDTH = "360px"
 _LABEL_WIDTH = "110px"
 
 
-def _widen_parts(explorer: Explorer) -> None:
-    """In the book, give every stack of a part's tree the layout of its stored drawings, and
-    keep the drawings within the page's width.
-
-    The engine sizes a stack of HTML states like a stack of controls (an ``HTMLMath`` is a
-    value widget too), which squeezes a text part to a control's width; this undoes that for
-    this module's explorers. A stored figure wider than a phone's column would widen its box
-    past the window; at most the column's width (``max_width`` 100%), the figure scrolls
-    sideways inside it, as a live one does. Live explorers are left as they are.
-    """
-    if not explorer.book:
-        return
-    leaves = [leaf for states in explorer.states.values() for leaf in states.values()]
-    leaves[0].layout.max_width = "100%"  # the layout all the stored drawings share
-
-    def widen(widget: widgets.Widget) -> None:
-        if isinstance(widget, widgets.Stack):
-            widget.layout = leaves[0].layout
-            for child in widget.children:
-                widen(child)
-
-    for root in explorer.parts.values():
-        widen(root)
-
-
 def read_number(text: str) -> tuple[int | None, str]:
     """``text`` as a number 0..9999 (digits, or an English name as the course writes it) and
     its English name; ``(None, message)`` if it is neither."""
@@ -192,7 +167,6 @@ class TranslatorExplorer(Explorer):
         rows = [["number"], ["layer", "head"]]
         super().__init__(controls, parts, rows, book=book, offer=offer,
                          width=_WIDTH, label_width=_LABEL_WIDTH)  # fmt: skip
-        _widen_parts(self)
 
     def translation(self, n: int) -> str:
         """The model's Spanish for ``n`` (computed once)."""
@@ -288,7 +262,6 @@ class DecodingExplorer(Explorer):
         ]
         super().__init__(controls, parts, book=book, offer=offer,
                          width=_WIDTH, label_width=_LABEL_WIDTH)  # fmt: skip
-        _widen_parts(self)
 
     def _token(self, index: int) -> str:
         return html.escape(self.translator.target_vocab.id_to_token(index))
@@ -401,7 +374,6 @@ class SamplingExplorer(Explorer):
         ]
         super().__init__(controls, parts, book=book, offer=offer,
                          width=_WIDTH, label_width=_LABEL_WIDTH)  # fmt: skip
-        _widen_parts(self)
 
     def sentences(self, temperature: float, seed: int) -> list[tuple[list[str], bool]]:
         """``count`` sampled sentences and whether each ended with ``<eos>``."""
@@ -605,7 +577,6 @@ class RecipeExplorer(Explorer):
         rows = [["d_model", "warmup"], ["epsilon", "num_classes"]]
         super().__init__(controls, parts, rows, book=book, offer=offer,
                          label_width=_LABEL_WIDTH)  # fmt: skip
-        _widen_parts(self)
 
     @staticmethod
     def describe_schedule(d_model: int, warmup: int) -> str:

@@ -237,7 +237,10 @@ class _Book:
 
     # a part's stacks take the page's width; its states too, inside their 2-px margins
     layout: widgets.Layout = field(default_factory=lambda: widgets.Layout(width="100%"))
-    leaf: widgets.Layout = field(default_factory=lambda: widgets.Layout(width=FULL_WIDTH))
+    # (at most the page's width: a figure wider than a phone's column scrolls inside it)
+    leaf: widgets.Layout = field(
+        default_factory=lambda: widgets.Layout(width=FULL_WIDTH, max_width="100%")
+    )
     buttons: widgets.Layout = field(
         default_factory=lambda: widgets.Layout(
             display="flex", align_items="center", flex="0 0 auto", margin="2px 12px 2px 0"
