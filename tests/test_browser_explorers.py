@@ -2,9 +2,9 @@
 
 Each chapter page is loaded in Chromium from 127.0.0.1 (requests elsewhere are aborted and
 recorded, as in tests/test_browser.py). For every explorer on the page, every control the reader
-sees is moved to two other values, as a reader moves it: a slider with the arrow keys and then
-by dragging its handle, a menu by choosing an option, buttons by clicking one (a control with two
-values is switched and switched back). After each move:
+sees is moved to two other values (the last control first), as a reader moves it: a slider with
+the arrow keys and then by dragging its handle, a menu by choosing an option, buttons by clicking
+one (a control with two values is switched and switched back). After each move:
 
 - each part of the explorer shows exactly one stored state, and that state's key (its CSS class
   ``course-key-<part>--<control>-<index>...``, see course_lib/explorers/base.py) names the
@@ -76,7 +76,8 @@ EXPLORER_JS = """(index) => {
   });
   const states = [...explorer.querySelectorAll('.course-state')].filter(shown).map((el) => {
     const copy = el.cloneNode(true);
-    copy.querySelectorAll('mjx-container, mjx-assistive-mml').forEach((m) => m.remove());
+    const hidden = 'mjx-container, mjx-assistive-mml, style, script';
+    copy.querySelectorAll(hidden).forEach((m) => m.remove());
     const image = el.querySelector('img');
     return {
       key: named(el, 'course-key-'),
@@ -263,7 +264,9 @@ def test_every_control_of_every_explorer_moves_what_it_shows_to_the_stored_state
         for index, stored in enumerate(models):
             explorer = ExplorerOnPage(page, index, stored)
             seen = explorer.wait_until_consistent()
-            names = [control["name"] for control in seen["controls"]]
+            # The last control first: a control whose options depend on an earlier one (the
+            # targets of a source, say) is moved while its parents still show their first values.
+            names = [control["name"] for control in seen["controls"]][::-1]
             for control_name in names:
                 control = next(c for c in explorer.look()["controls"] if c["name"] == control_name)
                 count = explorer.count(control)
