@@ -320,3 +320,12 @@ def test_the_explorer_renders_in_a_kernel(tmp_path, widget_kernel):
             "HTMLMathModel"} <= rendered.model_names()  # fmt: skip
     assert "<caption>head 4</caption>" in rendered.values(), "the matrices are stored, 4 heads"
     assert rendered.notebook.cells[2].outputs[0].text.startswith("<b>query 2: sat</b>")
+
+
+def test_the_page_text_keeps_a_contrast_of_4_5_on_the_darkest_weight_in_every_theme():
+    from course_lib._html import TEXT_COLOURS, contrast_ratio, rgb
+    from course_lib.explorers.attention import MAX_ALPHA, WEIGHT_RGB
+
+    for theme, (text, background) in TEXT_COLOURS.items():
+        shaded = [b * (1 - MAX_ALPHA) + w * MAX_ALPHA for b, w in zip(rgb(background), WEIGHT_RGB)]
+        assert contrast_ratio(rgb(text), shaded) >= 4.5, theme
