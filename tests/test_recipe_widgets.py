@@ -1,7 +1,7 @@
 """Specification of the explorer of the chapter on the paper's training recipe. Core ipywidgets
 only, checked in kernels with ipywidgets 8 and 7.7; in the book (``book=True``) it stores the
-states of its prepared values, all of them HTML (charts in SVG), so that they cost little time
-when the chapter is executed."""
+states of its prepared values: a readout and a figure for the schedule per width and warm-up,
+and for the smoothed target per rate and number of classes."""
 
 from __future__ import annotations
 
@@ -15,12 +15,14 @@ from explorer_checks import assert_book_matches_live
 from conftest import render_in_kernel
 from course_lib.explorers.at_work import (
     BOOK_CLASSES,
+    BOOK_D_MODELS,
     BOOK_EPSILONS,
     BOOK_WARMUPS,
     RecipeExplorer,
-    schedule_chart,
-    target_chart,
+    schedule_figure,
+    target_figure,
 )
+from course_lib.plotting import figure_text_sizes
 
 
 def offered(explorer, name):
@@ -57,19 +59,19 @@ def test_the_controls_use_the_books_symbols_and_reach_a_real_vocabulary():
     assert "on each of the other 63" in explorer.target.value
 
 
-def test_the_charts_are_svg_in_the_texts_colour_with_a_bar_per_class():
-    chart = target_chart(0.1, 12)
-    assert chart.startswith("<svg") and "currentColor" in chart
-    assert chart.count("<rect") == 12
-    line = schedule_chart(512, 4000)
-    assert line.count("<polyline") == 2  # this schedule and the paper's base model
-    assert "$" not in line + chart  # no maths for MathJax inside the charts
+def test_the_target_figure_has_a_bar_per_class_and_writes_both_values():
+    figure = target_figure(0.1, 12)
+    (ax,) = figure.axes
+    assert len(ax.patches) == 12
+    assert any("label 0.908, others 0.0083 each" == t.text for t in figure_text_sizes(figure))
 
 
-def test_the_schedules_axis_reaches_the_higher_peak():
-    assert ">7.0e-04<" in schedule_chart(512, 4000)
-    assert ">2.0e-03<" in schedule_chart(256, 1000)  # (256 x 1000)^-0.5, above the base's
-    assert ">7.0e-04<" in schedule_chart(1024, 8000)  # the base's peak, above this one
+def test_the_schedule_figure_draws_the_schedule_beside_the_papers_base():
+    (ax,) = schedule_figure(256, 1000).axes
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert labels[:2] == ["the paper's base (512, 4000)", "256, 1000"]
+    peak = max(ax.get_lines()[1].get_ydata())
+    assert peak == pytest.approx((256 * 1000) ** -0.5, rel=1e-3)
 
 
 @pytest.mark.parametrize(
@@ -86,16 +88,22 @@ def test_the_book_stores_the_schedule_per_width_and_warmup_and_the_target_per_ra
     explorer = RecipeExplorer(book=True)
     models, warmups = offered(explorer, "d_model"), offered(explorer, "warmup")
     epsilons, classes = offered(explorer, "epsilon"), offered(explorer, "num_classes")
-    assert models == [64, 128, 256, 512, 1024] and warmups == list(BOOK_WARMUPS)
+    assert models == list(BOOK_D_MODELS) and warmups == list(BOOK_WARMUPS)
     assert epsilons == list(BOOK_EPSILONS) and classes == list(BOOK_CLASSES)
-    assert set(explorer.states["schedule"]) == {
-        (i, j) for i in range(len(models)) for j in range(len(warmups))
-    }
-    assert set(explorer.states["target"]) == {
-        (i, j) for i in range(len(epsilons)) for j in range(len(classes))
-    }
+    for part in ("schedule", "schedule_plot"):
+        assert set(explorer.states[part]) == {
+            (i, j) for i in range(len(models)) for j in range(len(warmups))
+        }
+    for part in ("target", "target_plot"):
+        assert set(explorer.states[part]) == {
+            (i, j) for i in range(len(epsilons)) for j in range(len(classes))
+        }
     one_hot = explorer.states["target"][(0, classes.index(64))].value
     assert "lowest possible loss <b>0.000</b>" in one_hot
+
+
+def test_live_the_width_menu_offers_more_than_the_book():
+    assert [value for _, value in RecipeExplorer().d_model.options] == [64, 128, 256, 512, 1024]
 
 
 def test_every_control_offers_three_values_in_the_book_with_its_first():
@@ -131,15 +139,8 @@ def test_the_explorer_renders_in_a_kernel(tmp_path, widget_kernel):
         "IntSliderModel",
         "FloatSliderModel",
         "HTMLMathModel",
+        "OutputModel",
     } <= rendered.model_names()
-    assert "<svg" in rendered.values()
+    assert any(rendered.figures_stored()), "the figures are stored in their Output widgets"
     printed = [o.get("text", "") for o in rendered.outputs if o.output_type == "stream"]
     assert printed[-1] == "True\n"
-
-
-def test_in_the_book_a_text_part_is_not_squeezed_to_a_controls_width():
-    explorer = RecipeExplorer(book=True)
-    control = explorer.controls["warmup"].layout.max_width
-    for name in ("schedule", "target"):
-        root = explorer.parts[name]
-        assert root.layout.max_width != control and root.children[0].layout.max_width != control

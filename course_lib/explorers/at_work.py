@@ -26,7 +26,6 @@ import torch
 from matplotlib.figure import Figure
 
 from course_lib._devices import device_of
-from course_lib._html import color
 from course_lib.data import (
     MAX_NUMBER,
     english_number_name,
@@ -58,8 +57,8 @@ __all__ = [
     "TranslatorExplorer",
     "predicted_labels",
     "read_number",
-    "schedule_chart",
-    "target_chart",
+    "schedule_figure",
+    "target_figure",
 ]
 
 _WIDTH = "360px"
@@ -422,109 +421,61 @@ class SamplingExplorer(Explorer):
 
 _STEPS = 20_000  # the steps drawn
 D_MODEL = "$d_{\\text{model}}$"
-BOOK_D_MODELS = (64, 128, 256, 512, 1024)
-"""The model widths the book's menu offers (all of the live menu's)."""
-BOOK_WARMUPS = (1000, 2000, 4000, 8000)
+BOOK_D_MODELS = (128, 512, 1024)
+"""The model widths the book's menu offers (with the first one; the paper's base is 512)."""
+BOOK_WARMUPS = (1000, 4000, 8000)
 """The warm-ups the book's slider offers (with the first one; the paper's is 4000)."""
-BOOK_EPSILONS = (0.0, 0.1, 0.2, 0.5)
+BOOK_EPSILONS = (0.0, 0.1, 0.5)
 """The smoothing rates the book's slider offers (with the first; 0 is the one-hot target)."""
-BOOK_CLASSES = (2, 10, 32, 64)
+BOOK_CLASSES = (2, 10, 64)
 """The numbers of classes the book's slider offers (with the first; 64 is above the 53
 Spanish tokens of the chapter)."""
 
-_CHART_WIDTH, _CHART_HEIGHT = 360, 170
-_LEFT, _RIGHT, _TOP, _BOTTOM = 52, 24, 8, 34  # the plot area's margins in the chart
+
+def schedule_figure(d_model: int, warmup: int) -> Figure:
+    """The learning rate over the first 20,000 steps, the paper's base model (512, 4000)
+    dashed beside it and the end of the warm-up marked."""
+    steps = list(range(1, _STEPS + 1, 20))
+    fig, ax = plt.subplots(figsize=(7.2, 2.8))
+    ax.plot(steps, [transformer_schedule(s, 512, 4000) for s in steps], color="0.55",
+            linestyle="--", label="the paper's base (512, 4000)")  # fmt: skip
+    ax.plot(steps, [transformer_schedule(s, d_model, warmup) for s in steps], color="C0",
+            linewidth=2, label=f"{d_model}, {warmup}")  # fmt: skip
+    ax.axvline(warmup, color="0.4", linewidth=0.8, linestyle=":")
+    ax.set_xlabel("step")
+    ax.set_ylabel("learning rate")
+    ax.set_title(f"$d_\\mathrm{{model}}$ = {d_model}, warm-up {warmup}")
+    ax.legend(loc="upper right")
+    fig.tight_layout()
+    return fig
 
 
-def _svg(body: str, label: str) -> str:
-    """An SVG chart of the text's colour (any theme), as wide as the page allows."""
-    return (
-        f"<svg role='img' aria-label='{html.escape(label)}' viewBox='0 0 {_CHART_WIDTH} "
-        f"{_CHART_HEIGHT}' width='{_CHART_WIDTH}' style='max-width: 100%; height: auto; "
-        f"display: block; font: 11px sans-serif; fill: currentColor'>{body}</svg>"
-    )
-
-
-def _axes(x_label: str, y_top: str, x_ticks: Sequence[tuple[float, str]]) -> str:
-    """The plot area's left and bottom axes, the top of the y axis, and the x ticks."""
-    right, bottom = _CHART_WIDTH - _RIGHT, _CHART_HEIGHT - _BOTTOM
-    ticks = "".join(
-        f"<line x1='{x:.1f}' y1='{bottom}' x2='{x:.1f}' y2='{bottom + 4}' "
-        f"stroke='currentColor'/><text x='{x:.1f}' y='{bottom + 15}' "
-        f"text-anchor='middle'>{html.escape(text)}</text>"
-        for x, text in x_ticks
-    )
-    return (
-        f"<path d='M{_LEFT} {_TOP} V{bottom} H{right}' fill='none' stroke='currentColor'/>"
-        f"<text x='{_LEFT - 4}' y='{_TOP + 8}' text-anchor='end'>{html.escape(y_top)}</text>"
-        f"<text x='{_LEFT - 4}' y='{bottom}' text-anchor='end'>0</text>{ticks}"
-        f"<text x='{(_LEFT + right) / 2:.0f}' y='{_CHART_HEIGHT - 3}' "
-        f"text-anchor='middle'>{html.escape(x_label)}</text>"
-    )
-
-
-def schedule_chart(d_model: int, warmup: int) -> str:
-    """The schedule over the first 20,000 steps as an SVG line, with the paper's base model
-    (512, 4000) dashed for comparison and the warm-up's end marked; the y axis reaches the
-    higher of the two peaks."""
-    steps = range(1, _STEPS + 1, 100)
-    peak = max(transformer_schedule(warmup, d_model, warmup), transformer_schedule(4000, 512, 4000))
-    width = _CHART_WIDTH - _LEFT - _RIGHT
-    height = _CHART_HEIGHT - _TOP - _BOTTOM
-
-    def line(model: int, warm: int) -> str:
-        return " ".join(
-            f"{_LEFT + width * s / _STEPS:.1f},"
-            f"{_TOP + height * (1 - transformer_schedule(s, model, warm) / peak):.1f}"
-            for s in steps
-        )
-
-    x_warm = _LEFT + width * warmup / _STEPS
-    ticks = [(_LEFT + width * s / _STEPS, f"{s:,}") for s in (0, 5000, 10_000, 15_000, 20_000)]
-    body = (
-        _axes("step", f"{peak:.1e}", ticks)
-        + f"<line x1='{x_warm:.1f}' y1='{_TOP}' x2='{x_warm:.1f}' y2='{_TOP + height}' "
-        "stroke='currentColor' stroke-opacity='0.5' stroke-dasharray='2 3'/>"
-        + f"<polyline points='{line(512, 4000)}' fill='none' stroke='{color('muted')}' "
-        "stroke-width='1.5' stroke-dasharray='5 4'/>"
-        + f"<polyline points='{line(d_model, warmup)}' fill='none' stroke='#1f77b4' "
-        "stroke-width='2'/>"
-    )
-    return _svg(body, f"learning rate over {_STEPS} steps, d_model {d_model}, warm-up {warmup}")
-
-
-def target_chart(epsilon: float, num_classes: int) -> str:
-    """The smoothed target as SVG bars, one per class (the label is class 0), from 0 to 1,
-    with the two values written at the top (a bar of a large vocabulary is thin)."""
-    target = smoothed_targets(torch.tensor(0), num_classes, epsilon).tolist()
-    width = _CHART_WIDTH - _LEFT - _RIGHT
-    height = _CHART_HEIGHT - _TOP - _BOTTOM
-    step = width / num_classes
-    gap = min(2.0, step / 4)
-    bars = "".join(
-        f"<rect x='{_LEFT + i * step + gap / 2:.2f}' y='{_TOP + height * (1 - p):.2f}' "
-        f"width='{step - gap:.2f}' height='{height * p:.2f}' fill='#ff7f0e'/>"
-        for i, p in enumerate(target)
-    )
-    last = num_classes - 1
-    ticks = [(_LEFT + step / 2, "0"), (_LEFT + (last + 0.5) * step, str(last))]
-    right = _CHART_WIDTH - _RIGHT
-    values = (
-        f"<text x='{right}' y='{_TOP + 12}' text-anchor='end'>label: {target[0]:.3f}</text>"
-        f"<text x='{right}' y='{_TOP + 26}' text-anchor='end'>others: {target[1]:.4f} each</text>"
-    )
-    body = _axes("class (the label is 0)", "1", ticks if last else ticks[:1]) + bars + values
-    return _svg(body, f"smoothed target, epsilon {epsilon:.2f}, {num_classes} classes")
+def target_figure(epsilon: float, num_classes: int) -> Figure:
+    """The smoothed target as one bar per class (the label is class 0), from 0 to 1, with the
+    label's and the others' values written (a bar of many classes is thin)."""
+    target = smoothed_targets(torch.tensor(0), num_classes, epsilon)
+    fig, ax = plt.subplots(figsize=(7.2, 2.6))
+    ax.bar(range(num_classes), to_numpy(target), color="C1")
+    ax.set_ylim(0, 1.08)
+    ax.set_xlabel("class (the label is 0)")
+    ax.set_ylabel("target probability")
+    ax.set_title(f"smoothed target, $\\epsilon_{{ls}}$ = {epsilon:.2f}, "
+                 f"$|\\mathcal{{V}}|$ = {num_classes}")  # fmt: skip
+    ax.text(0.99, 0.95, f"label {float(target[0]):.3f}, others {float(target[1]):.4f} each",
+            transform=ax.transAxes, ha="right", va="top")  # fmt: skip
+    fig.tight_layout()
+    return fig
 
 
 class RecipeExplorer(Explorer):
     """The learning-rate schedule and the label-smoothed target, for chosen settings.
 
-    Parts (both HTML, cheap to store): ``schedule``, the peak learning rate and where it is,
-    over a chart of the schedule's first 20,000 steps next to the paper's base model (dashed);
-    ``target``, the smoothed target on the label and on each other class, the lowest possible
-    loss, and the target as bars. ``schedule`` depends on ``d_model`` and the warm-up only,
-    ``target`` on the smoothing rate and the number of classes only.
+    Parts: ``schedule``, the peak learning rate and where it is, and ``schedule_plot``, the
+    schedule's first 20,000 steps next to the paper's base model (:func:`schedule_figure`),
+    which depend on ``d_model`` and the warm-up only; ``target``, the smoothed target on the
+    label and on each other class and the lowest possible loss, and ``target_plot``, the target
+    as bars (:func:`target_figure`), which depend on the smoothing rate and the number of
+    classes only.
 
     In the book the controls offer :data:`BOOK_D_MODELS`, :data:`BOOK_WARMUPS`,
     :data:`BOOK_EPSILONS` and :data:`BOOK_CLASSES` (each with the first value).
@@ -553,11 +504,12 @@ class RecipeExplorer(Explorer):
                 "warmup_steps must be in 100..10000, epsilon in 0..0.5 and num_classes in "
                 f"2..64, got {warmup_steps}, {epsilon}, {num_classes}"
             )
-        models = sorted({*BOOK_D_MODELS, d_model})
+        models = sorted({64, 128, 256, 512, 1024, d_model})
         label = "$\\epsilon_{ls}$ (smoothing)"
         classes = "classes $|\\mathcal{V}|$"
         controls = [
-            menu("d_model", D_MODEL, d_model, [(str(m), m) for m in models]),
+            menu("d_model", D_MODEL, d_model, [(str(m), m) for m in models],
+                 book=sorted({*BOOK_D_MODELS, d_model})),
             slider("warmup", "warm-up steps", warmup_steps, sorted({*BOOK_WARMUPS, warmup_steps}),
                    lambda: widgets.IntSlider(value=warmup_steps, min=100, max=10_000, step=100,
                                              description="warm-up steps",
@@ -572,7 +524,9 @@ class RecipeExplorer(Explorer):
         ]  # fmt: skip
         parts = [
             text_part("schedule", ("d_model", "warmup"), self.describe_schedule),
+            figure_part("schedule_plot", ("d_model", "warmup"), schedule_figure),
             text_part("target", ("epsilon", "num_classes"), self.describe_target),
+            figure_part("target_plot", ("epsilon", "num_classes"), target_figure),
         ]
         rows = [["d_model", "warmup"], ["epsilon", "num_classes"]]
         super().__init__(controls, parts, rows, book=book, offer=offer,
@@ -580,22 +534,22 @@ class RecipeExplorer(Explorer):
 
     @staticmethod
     def describe_schedule(d_model: int, warmup: int) -> str:
-        """The ``schedule`` part: the peak rate and where it is, over the schedule's chart."""
+        """The ``schedule`` part: the peak rate and where it is."""
         peak = transformer_schedule(warmup, d_model, warmup)
         return (
             f"peak learning rate <b>{peak:.2e}</b> at step {warmup} "
             f"(= ({d_model} &times; {warmup})<sup>-0.5</sup>); dashed: the paper's base model "
-            f"(512, 4000)" + schedule_chart(d_model, warmup)
+            "(512, 4000)"
         )
 
     @staticmethod
     def describe_target(epsilon: float, num_classes: int) -> str:
-        """The ``target`` part: the target's two values and the lowest loss, over its bars."""
+        """The ``target`` part: the target's two values and the lowest loss."""
         target = smoothed_targets(torch.tensor(0), num_classes, epsilon)
         lowest = smoothed_loss_minimum(num_classes, epsilon)
         return (
             f"&epsilon;<sub>ls</sub> = {epsilon:.2f}, |V| = {num_classes}: "
             f"target <b>{target[0].item():.3f}</b> on the label, "
             f"<b>{target[1].item():.4f}</b> on each of the other {num_classes - 1} classes; "
-            f"lowest possible loss <b>{lowest:.3f}</b>" + target_chart(epsilon, num_classes)
+            f"lowest possible loss <b>{lowest:.3f}</b>"
         )
