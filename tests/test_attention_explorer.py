@@ -327,5 +327,6 @@ def test_the_page_text_keeps_a_contrast_of_4_5_on_the_darkest_weight_in_every_th
     from course_lib.explorers.attention import MAX_ALPHA, WEIGHT_RGB
 
     for theme, (text, background) in TEXT_COLOURS.items():
-        shaded = [b * (1 - MAX_ALPHA) + w * MAX_ALPHA for b, w in zip(rgb(background), WEIGHT_RGB)]
+        pairs = zip(rgb(background), WEIGHT_RGB, strict=True)
+        shaded = [b * (1 - MAX_ALPHA) + w * MAX_ALPHA for b, w in pairs]
         assert contrast_ratio(rgb(text), shaded) >= 4.5, theme
