@@ -23,6 +23,7 @@ from collections.abc import Sequence
 __all__ = [
     "CODE_STYLE",
     "HUES",
+    "TABLE_STYLE",
     "TEXT_COLOURS",
     "block",
     "color",
@@ -55,6 +56,11 @@ TEXT_COLOURS = {
 
 CODE_STYLE = "color: inherit; background: rgba(127, 127, 127, 0.18); padding: 0 2px;"
 """Inline code in the text colour of the page, on a tint that suits light and dark pages."""
+
+
+TABLE_STYLE = "border-collapse: separate; border-spacing: 12px 2px;"
+"""A table of numbers with room between its columns (the book's style sheet collapses a
+table's borders and leaves its cells without padding)."""
 
 
 def color(name: str) -> str:

@@ -26,6 +26,7 @@ import torch
 from matplotlib.figure import Figure
 
 from course_lib._devices import device_of
+from course_lib._html import TABLE_STYLE
 from course_lib.data import (
     MAX_NUMBER,
     english_number_name,
@@ -293,7 +294,7 @@ class DecodingExplorer(Explorer):
                     break
         return (
             "<b>Greedy, step by step</b> (the most probable tokens and their probabilities; "
-            f"greedy takes the first)<table>{''.join(rows)}</table>"
+            f"greedy takes the first)<table style='{TABLE_STYLE}'>{''.join(rows)}</table>"
         )
 
     def beam_table(self, number: int, beam_width: int) -> str:
@@ -314,7 +315,8 @@ class DecodingExplorer(Explorer):
                         f"<td>{mark}</td></tr>")  # fmt: skip
         return (
             f"<b>Beam search, width {beam_width}</b>"
-            "<table><tr><th>hypothesis</th><th>log-probability</th><th>probability</th>"
+            f"<table style='{TABLE_STYLE}'><tr><th>hypothesis</th><th>log-probability</th>"
+            "<th>probability</th>"
             f"<th></th></tr>{''.join(rows)}</table>"
         )
 

@@ -268,7 +268,7 @@ class AttentionExplorer(Explorer):
         ]
         return (
             f"{_STYLE}<div class='course-attention ca'>{', '.join(details)}: "
-            "a row is a query's weights over the keys (white 0, dark blue 1"
+            "a row is a query's weights over the keys (no shade for 0, the darkest blue for 1"
             f"{', grey &times; hidden by the mask' if causal else ''})"
             f"<div class=panels>{''.join(panels)}</div></div>"
         )

@@ -28,6 +28,7 @@ from matplotlib.ticker import MaxNLocator
 from torch import Tensor
 
 from course_lib._devices import device_of
+from course_lib._html import TABLE_STYLE
 from course_lib._layout import fitting
 from course_lib.encoder import Encoder, EncoderLayer
 from course_lib.explorers.base import (
@@ -413,7 +414,7 @@ class TokenPathExplorer(Explorer):
                 f"{html.escape(t)}&rarr;{html.escape(str(label))}"
                 for t, label in zip(tokens, labels, strict=True)
             )
-        return f"{text}<table style='border-spacing: 10px 0'>{header}{''.join(rows)}</table>"
+        return f"{text}<table style='{TABLE_STYLE}'>{header}{''.join(rows)}</table>"
 
     def _describe(self, sentence: str, token: int) -> str:
         tokens = _tokens(sentence)
