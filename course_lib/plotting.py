@@ -197,14 +197,17 @@ def book_png(figure: Figure) -> tuple[bytes, dict[str, object]]:
     returned, with a :class:`FigureTextWarning` naming the small texts.
     """
     png = _png(figure)
-    width = _png_width(png)
-    texts = figure_text_sizes(figure)
-    smallest = texts[0].px if texts else None
+    return png, _metadata(figure, _png_width(png), figure_text_sizes(figure))
+
+
+def _metadata(figure: Figure, width: int, texts: list[FigureText]) -> dict[str, object]:
+    """The output metadata of a figure ``width`` px wide drawing ``texts``; warns (for the
+    caller's caller) if a text would be shown under :data:`MIN_TEXT_PX` px in the book."""
     try:
         check_figure_text(figure, natural_width=width, texts=texts)
     except FigureTextTooSmall as error:
-        warnings.warn(str(error), FigureTextWarning, stacklevel=2)
-    return png, {"natural_width_px": width, METADATA_KEY: smallest}
+        warnings.warn(str(error), FigureTextWarning, stacklevel=3)
+    return {"natural_width_px": width, METADATA_KEY: texts[0].px if texts else None}
 
 
 def figure_output(figure: Figure, colours: int = 256) -> dict:
@@ -221,11 +224,7 @@ def figure_output(figure: Figure, colours: int = 256) -> dict:
 
     recorder = _TextRecorder(figure, draw=True)
     figure.draw(recorder)
-    texts = recorder.sizes()
-    try:
-        check_figure_text(figure, natural_width=recorder.width, texts=texts)
-    except FigureTextTooSmall as error:
-        warnings.warn(str(error), FigureTextWarning, stacklevel=2)
+    metadata = _metadata(figure, recorder.width, recorder.sizes())
     size = (recorder.width, recorder.height)
     image = Image.frombuffer("RGBA", size, recorder.buffer_rgba(), "raw", "RGBA", 0, 1)
     reduced = image.convert("RGB").quantize(
@@ -233,7 +232,6 @@ def figure_output(figure: Figure, colours: int = 256) -> dict:
     )
     buffer = io.BytesIO()
     reduced.save(buffer, format="PNG", optimize=True)
-    metadata = {"natural_width_px": recorder.width, METADATA_KEY: texts[0].px if texts else None}
     return {
         "output_type": "display_data",
         "data": {

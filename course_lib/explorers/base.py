@@ -249,7 +249,6 @@ class _Book:
     style: widgets.Widget | None = None  # the HTMLMath leaves share one style model
     controls: dict[str, dict[tuple[int, ...], widgets.Widget]] = field(default_factory=dict)
     placed: dict[str, widgets.Widget] = field(default_factory=dict)
-    states: dict[str, dict[tuple[int, ...], widgets.Widget]] = field(default_factory=dict)
     links: list[widgets.Widget] = field(default_factory=list)
 
 
@@ -359,14 +358,18 @@ class Explorer(widgets.VBox):
                 return  # a menu whose options follow this change: redrawn below, once
             self._refreshing = True
             try:
-                for spec in self._specs.values():
-                    if name in spec.depends and spec.live is None:
-                        self._refresh_options(spec)
+                self._refresh_menus_of(name)
             finally:
                 self._refreshing = False
             self.redraw(name)
 
         return changed
+
+    def _refresh_menus_of(self, name: str) -> None:
+        """Give the live menus whose options follow control ``name`` their new options."""
+        for spec in self._specs.values():
+            if name in spec.depends and spec.live is None:
+                self._refresh_options(spec)
 
     def _refresh_options(self, spec: Control) -> None:
         control = self.controls[spec.name]
@@ -391,9 +394,7 @@ class Explorer(widgets.VBox):
             for name in self._specs:  # in order: a menu's options follow its parents first
                 if name in values:
                     self.controls[name].value = values[name]
-                for spec in self._specs.values():
-                    if name in values and name in spec.depends and spec.live is None:
-                        self._refresh_options(spec)
+                    self._refresh_menus_of(name)
         finally:
             self._refreshing = False
         self.redraw()
@@ -532,13 +533,12 @@ class Explorer(widgets.VBox):
 
     def _values(self, names: Sequence[str], chosen: Mapping[str, int]) -> dict[str, Any]:
         """The parts' values of the controls ``names`` at the book indices ``chosen``."""
-        values: dict[str, Any] = {}
-        for name in names:
-            spec = self._specs[name]
-            parents = self._values(spec.depends, chosen)
-            raw = spec.book_options(parents)[chosen[name]][1]
-            values[name] = spec.value_of(raw)
-        return values
+        return {name: self._specs[name].value_of(self._raw(name, chosen)) for name in names}
+
+    def _raw(self, name: str, chosen: Mapping[str, int]) -> Any:
+        """The widget value of control ``name`` at the book indices ``chosen``."""
+        spec = self._specs[name]
+        return spec.book_options(self._values(spec.depends, chosen))[chosen[name]][1]
 
     # ---------------------------------------------------------------- both
 
@@ -555,12 +555,7 @@ class Explorer(widgets.VBox):
         it shows that state."""
         names = [name for name in self._specs if name in self._closure(self._part(part).depends)]
         chosen = dict(zip(names, key, strict=True))
-        raw = {}
-        for name in names:
-            spec = self._specs[name]
-            parents = self._values(spec.depends, chosen)
-            raw[name] = spec.book_options(parents)[chosen[name]][1]
-        return raw
+        return {name: self._raw(name, chosen) for name in names}
 
     def _part(self, name: str) -> Part:
         for part in self._parts:

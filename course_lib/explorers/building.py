@@ -35,6 +35,7 @@ from course_lib.explorers.base import (
     Control,
     Explorer,
     figure_part,
+    menu,
     slider,
     switch,
     text_box,
@@ -333,29 +334,20 @@ class TokenPathExplorer(Explorer):
         offered = [sentence, *(text for text in prepared if _sentence(text) != _sentence(sentence))]
         controls = [
             text_box("sentence", "sentence", sentence, offered, read=_sentence),
-            Control("token", "token", token, kind="menu", depends=("sentence",),
-                    options=lambda sentence: _numbered(sentence.split()),
-                    live=lambda: widgets.Dropdown(options=_numbered(tokens), value=token,
-                                                  description="token")),
-        ]  # fmt: skip
+            menu(
+                "token",
+                "token",
+                token,
+                lambda sentence: _numbered(sentence.split()),
+                depends=("sentence",),
+            ),
+        ]
         parts = [
             text_part("readout", ("sentence", "token"), self._describe),
             figure_part("figure", ("sentence", "token"), self.draw),
         ]
         rows = [["sentence"], ["token"]]
         super().__init__(controls, parts, rows, book=book, offer=offer, label_width="110px")
-        if not self.book:
-            self.sentence.observe(self._on_sentence, names="value")
-
-    def _on_sentence(self, change: dict) -> None:
-        # Live only: the token menu follows the typed sentence, keeping its place.
-        try:
-            tokens = _tokens(change["new"])
-        except ValueError:
-            return  # the message line says what is wrong
-        _replace_options(
-            self, self.token, _numbered(tokens), min(self.token.value or 0, len(tokens) - 1)
-        )
 
     @torch.no_grad()
     def compute(self, sentence: str) -> tuple[list[str], list[Tensor], list[Tensor]]:
