@@ -34,6 +34,10 @@ from course_lib.exercises import training_a_translator
 from course_lib.exercises import training_recipe
 from course_lib.exercises import decoding_and_inference_cost
 from course_lib.exercises import model_families
+from course_lib.exercises import rotary_positions
+from course_lib.exercises import rmsnorm_and_gated_ffn
+from course_lib.exercises import attention_at_scale
+from course_lib.exercises import a_modern_decoder
 
 # isort: on
 from course_lib.exercises._registry import (
@@ -82,7 +86,9 @@ __all__ = [
     "SubmissionError",
     "UnknownExerciseError",
     "ValueExercise",
+    "a_modern_decoder",
     "ask",
+    "attention_at_scale",
     "check",
     "decoder",
     "decoding_and_inference_cost",
@@ -100,6 +106,8 @@ __all__ = [
     "progress",
     "progress_file",
     "read_submission",
+    "rmsnorm_and_gated_ffn",
+    "rotary_positions",
     "self_attention",
     "submit",
     "training_a_translator",

@@ -1,0 +1,5 @@
+"""Exercises of the chapter "Rotary positions" (``chapters/rotary-positions.ipynb``)."""
+
+from __future__ import annotations
+
+CHAPTER = "rotary-positions"
