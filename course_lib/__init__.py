@@ -11,9 +11,13 @@ Modules, one concept each:
 - :mod:`course_lib.word2vec` -- skip-gram and CBOW with negative sampling or the full softmax,
   nearest neighbours, 2-D projections;
 - :mod:`course_lib.positional` -- sinusoidal positional encoding;
-- :mod:`course_lib.attention` -- scaled dot-product attention, causal and padding masks,
-  multi-head attention;
-- :mod:`course_lib.feedforward` -- the position-wise feed-forward network;
+- :mod:`course_lib.rotary` -- rotary positions: queries and keys turned by their positions;
+- :mod:`course_lib.attention` -- scaled dot-product attention, causal, padding and
+  sliding-window masks, multi-head attention (with grouped-query or multi-query key/value
+  heads and rotary positions as options), tiled attention with an online softmax;
+- :mod:`course_lib.feedforward` -- the position-wise feed-forward network, and the gated one
+  (SwiGLU);
+- :mod:`course_lib.normalization` -- RMSNorm, layer normalization without the centring;
 - :mod:`course_lib.encoder` -- encoder layers (self-attention and feed-forward, each with
   Add & Norm, post- or pre-norm) and the encoder stack;
 - :mod:`course_lib.decoder` -- decoder layers (masked self-attention, cross-attention,
@@ -28,8 +32,10 @@ Modules, one concept each:
   shipped checkpoint;
 - :mod:`course_lib.families` -- encoder-only (BERT-like) and decoder-only (GPT-like) models,
   masked-token and next-token training, a classification head for fine-tuning, and the
-  options of GPT-2 and BERT;
-- :mod:`course_lib.huggingface` -- GPT-2 and BERT from and to Hugging Face ``transformers``
+  options of GPT-2, BERT and Llama;
+- :mod:`course_lib.lm_tasks` -- the course's tasks framed for a decoder-only model (digit
+  reversal by length, number names), training on the answers, exact match;
+- :mod:`course_lib.huggingface` -- GPT-2, BERT and Llama from Hugging Face ``transformers``
   (which course_lib does not require): the names and shapes of their weights, mapped to ours;
 - :mod:`course_lib.recurrence` -- an RNN stepping through a sequence against self-attention:
   outputs, operation counts and timings;

@@ -12,8 +12,11 @@ Shapes, batch first throughout:
 
 - :func:`scaled_dot_product_attention`: query ``(..., L_q, d_k)``, key ``(..., L_k, d_k)``,
   value ``(..., L_k, d_v)``, mask broadcastable to ``(..., L_q, L_k)``;
-- :func:`causal_mask`: ``(L_q, L_k)``; :func:`padding_mask`: ``(batch, 1, L_k)``, so that it
-  broadcasts over the queries of each sequence;
+- :func:`tiled_attention`: the same inputs and the same output as
+  :func:`scaled_dot_product_attention`, computed block by block with an online softmax, so that
+  no ``(L_q, L_k)`` tensor is ever built (the idea of FlashAttention);
+- :func:`causal_mask` and :func:`sliding_window_mask`: ``(L_q, L_k)``; :func:`padding_mask`:
+  ``(batch, 1, L_k)``, so that it broadcasts over the queries of each sequence;
 - :class:`MultiHeadAttention`: inputs ``(batch, L, d_model)``, per-head tensors
   ``(batch, num_heads, L, d_head)``, weights ``(batch, num_heads, L_q, L_k)``.
 """
@@ -29,6 +32,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from course_lib._checks import (
+    base_value,
     check_tensor,
     floating,
     integer,
@@ -37,6 +41,7 @@ from course_lib._checks import (
     probability,
 )
 from course_lib._devices import values_checkable
+from course_lib.rotary import rotate
 
 if TYPE_CHECKING:
     from course_lib.cache import KeyValueCache
@@ -46,8 +51,11 @@ __all__ = [
     "causal_mask",
     "merge_heads",
     "padding_mask",
+    "repeat_kv",
     "scaled_dot_product_attention",
+    "sliding_window_mask",
     "split_heads",
+    "tiled_attention",
 ]
 
 
@@ -183,6 +191,96 @@ def scaled_dot_product_attention(
     return weights @ value, weights
 
 
+def tiled_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    mask: Tensor | None = None,
+    *,
+    block_size: int = 64,
+    scale: float | None = None,
+) -> Tensor:
+    """Scaled dot-product attention, one block of queries and one block of keys at a time.
+
+    The output equals :func:`scaled_dot_product_attention`'s (up to rounding), but the
+    ``(L_q, L_k)`` matrix of scores is never built: the largest tensor of scores is one
+    ``block_size x block_size`` tile. For each block of queries it walks over the blocks of
+    keys and values and keeps, per query, three running quantities: the largest score seen so
+    far ``m``, the sum of exponentials ``l = sum_j exp(s_j - m)``, and the output so far
+    ``acc = sum_j exp(s_j - m) v_j``. When a new block raises the maximum from ``m`` to
+    ``m_new``, everything accumulated is rescaled by ``exp(m - m_new)`` (the online softmax of
+    Milakov & Gimelshein, 2018; Algorithm 1 of FlashAttention, Dao et al., 2022; Rabe & Staats,
+    2021). At the end, ``output = acc / l``.
+
+    Args:
+        query: ``(..., L_q, d_k)``.
+        key: ``(..., L_k, d_k)``.
+        value: ``(..., L_k, d_v)``.
+        mask: optional bool tensor broadcastable to ``(..., L_q, L_k)``, True where query
+            ``i`` may attend to key ``j``, as in :func:`scaled_dot_product_attention`. Every
+            query row needs at least one True.
+        block_size: the number of queries, and of keys, in one tile (any positive integer;
+            larger than the length means a single block).
+        scale: the factor of the scores; default ``1 / sqrt(d_k)``.
+
+    Returns:
+        the output ``(..., L_q, d_v)``. There are no weights to return: they never exist as
+        a whole. Half-precision inputs are accumulated in float32 and the output is cast back.
+
+    Raises:
+        ValueError: on mismatched shapes, a mask that does not broadcast, a query row that the
+            mask leaves with no key, or a ``block_size`` below 1.
+        TypeError: if an input is not a tensor, the mask is not boolean or ``block_size`` is
+            not an integer.
+    """
+    _check_shapes(query, key, value)
+    block_size = positive_int("block_size", block_size)
+    len_q, len_k = query.size(-2), key.size(-2)
+    if mask is not None:
+        batch = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+        mask = _check_mask(mask, torch.Size((*batch, len_q, len_k)))
+        mask = mask.reshape((1,) * (2 - mask.dim()) + mask.shape)  # at least (L_q, L_k)
+    if scale is None:
+        scale = 1 / math.sqrt(query.size(-1))
+    # half precision loses too much in the running sums: keep them in float32, as kernels do
+    work = torch.promote_types(query.dtype, torch.float32)
+    outputs = []
+    for q_start in range(0, len_q, block_size):
+        rows = slice(q_start, q_start + block_size)
+        q = query[..., rows, :].to(work) * scale  # (..., b_q, d_k)
+        row_max = row_sum = acc = None  # m, l and the output so far: set by the first block
+        for k_start in range(0, len_k, block_size):
+            cols = slice(k_start, k_start + block_size)
+            scores = q @ key[..., cols, :].to(work).transpose(-2, -1)  # (..., b_q, b_k)
+            if mask is not None:
+                scores = scores.masked_fill(~_tile(mask, rows, cols), float("-inf"))
+            block_max = scores.amax(dim=-1, keepdim=True)  # (..., b_q, 1)
+            new_max = block_max if row_max is None else torch.maximum(row_max, block_max)
+            # A row with no allowed key *yet* has new_max = -inf; subtracting 0 instead keeps
+            # exp(-inf - (-inf)) = NaN out: its exponentials are then exactly 0.
+            shift = new_max.masked_fill(new_max == float("-inf"), 0.0)
+            p = torch.exp(scores - shift)  # (..., b_q, b_k), masked entries exactly 0
+            v = value[..., cols, :].to(work)  # (..., b_k, d_v)
+            if row_max is None:
+                row_sum, acc = p.sum(dim=-1, keepdim=True), p @ v
+            else:
+                rescale = torch.exp(row_max - shift)  # (..., b_q, 1): old maximum -> new one
+                row_sum = row_sum * rescale + p.sum(dim=-1, keepdim=True)
+                acc = acc * rescale + p @ v  # (..., b_q, d_v)
+            row_max = new_max
+        outputs.append(acc / row_sum)  # (..., b_q, d_v); a row with l = 0 would be 0/0 = NaN
+    return torch.cat(outputs, dim=-2).to(query.dtype)  # (..., L_q, d_v)
+
+
+def _tile(mask: Tensor, rows: slice, cols: slice) -> Tensor:
+    """The part of a broadcastable mask ``(..., L_q or 1, L_k or 1)`` for one tile."""
+    if mask.size(-2) != 1:
+        mask = mask[..., rows, :]
+    if mask.size(-1) != 1:
+        mask = mask[..., cols]
+    return mask
+
+
 # --------------------------------------------------------------------------- masks
 
 
@@ -214,6 +312,30 @@ def causal_mask(
         )
     allowed = torch.ones(size, num_keys, dtype=torch.bool, device=device)
     return allowed.tril(diagonal=num_keys - size)
+
+
+def sliding_window_mask(
+    length: int,
+    window: int,
+    device: torch.device | str | None = None,
+) -> Tensor:
+    """The causal mask of a sliding window: position ``i`` attends to itself and the
+    ``window - 1`` positions before it, ``i - window < j <= i``.
+
+    Args:
+        length: the number of positions ``L`` (queries and keys).
+        window: the number ``w`` of keys each query sees, itself included (Mistral's
+            ``sliding_window``); ``w >= L`` gives :func:`causal_mask`.
+        device: where to create the mask.
+
+    Returns:
+        bool tensor ``(length, length)``, True on the diagonal and the ``window - 1``
+        diagonals below it. For ``length=4, window=2``:
+        ``[[T, F, F, F], [T, T, F, F], [F, T, T, F], [F, F, T, T]]``.
+    """
+    length = positive_int("length", length)
+    window = positive_int("window", window)
+    return causal_mask(length, device=device).triu(diagonal=1 - window)
 
 
 def padding_mask(ids: Tensor, pad_id: int) -> Tensor:
@@ -277,6 +399,25 @@ def split_heads(x: Tensor, num_heads: int) -> Tensor:
     return x.view(batch, length, num_heads, d_head).transpose(1, 2)
 
 
+def repeat_kv(x: Tensor, times: int) -> Tensor:
+    """Repeat every key/value head ``times`` times, side by side: grouped-query attention.
+
+    Args:
+        x: ``(batch, g, L, d_head)``, the keys (or values) of ``g`` key/value heads.
+        times: ``h / g``, the query heads that share each key/value head.
+
+    Returns:
+        ``(batch, g * times, L, d_head)``: query head ``m`` gets key/value head
+        ``m // times``, so consecutive query heads form a group (the order of Hugging Face's
+        ``repeat_kv`` and of ``F.scaled_dot_product_attention(..., enable_gqa=True)``).
+    """
+    check_tensor("x", x)
+    if x.dim() != 4:
+        raise ValueError(f"expected (batch, kv_heads, L, d_head), got shape {tuple(x.shape)}")
+    times = positive_int("times", times)
+    return x if times == 1 else x.repeat_interleave(times, dim=1)
+
+
 def merge_heads(x: Tensor) -> Tensor:
     """Put the heads' outputs side by side again: the inverse of :func:`split_heads`.
 
@@ -320,17 +461,35 @@ class MultiHeadAttention(nn.Module):
             of embeddings and positional encodings); PyTorch's ``nn.MultiheadAttention`` does
             it, and so does the authors' tensor2tensor code (its ``attention_dropout``).
         bias: whether the four linear layers have biases.
+        num_kv_heads: the number ``g`` of key/value heads, dividing ``num_heads`` (default:
+            ``num_heads``, the paper's multi-head attention). With ``g < h`` the query heads
+            come in ``g`` groups of ``h / g`` that share one key and one value head:
+            grouped-query attention (Ainslie et al., 2023); ``g = 1`` is multi-query
+            attention (Shazeer, 2019). ``w_k`` and ``w_v`` then map to ``g * d_head``
+            features, and a key/value cache holds ``g`` heads instead of ``h``.
+        rotary_base: rotate queries and keys by their positions, with this wavelength base
+            (:mod:`course_lib.rotary`; RoFormer's and Llama 2's 10000), in self-attention only
+            (query and key the same tensor). ``None``: no rotation, positions come from the
+            input (the paper's sinusoidal encoding).
 
     Shape:
         ``forward(query, key, value, mask)``: query ``(batch, L_q, d_model)``, key and value
         ``(batch, L_k, d_model)``; returns output ``(batch, L_q, d_model)`` and weights
         ``(batch, num_heads, L_q, L_k)``. Self-attention passes the same tensor three times;
         cross-attention passes the decoder's states as query and the encoder's output as key
-        and value.
+        and value. With ``num_kv_heads = g`` the keys and values inside are
+        ``(batch, g, L_k, d_head)``, repeated to the ``h`` query heads by :func:`repeat_kv`.
     """
 
     def __init__(
-        self, d_model: int, num_heads: int, dropout: float = 0.0, bias: bool = True
+        self,
+        d_model: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        *,
+        num_kv_heads: int | None = None,
+        rotary_base: float | None = None,
     ) -> None:
         super().__init__()
         d_model = positive_int("d_model", d_model)
@@ -346,12 +505,37 @@ class MultiHeadAttention(nn.Module):
         self.d_model = d_model
         self.num_heads = num_heads
         self.d_head = d_model // num_heads
+        self.num_kv_heads = self._kv_heads(num_kv_heads)
+        self.rotary_base = self._rotary_base(rotary_base)
+        kv_features = self.num_kv_heads * self.d_head
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
-        self.w_k = nn.Linear(d_model, d_model, bias=bias)
-        self.w_v = nn.Linear(d_model, d_model, bias=bias)
+        self.w_k = nn.Linear(d_model, kv_features, bias=bias)
+        self.w_v = nn.Linear(d_model, kv_features, bias=bias)
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
         self.dropout = nn.Dropout(float(dropout))
         self.reset_parameters()
+
+    def _kv_heads(self, num_kv_heads: int | None) -> int:
+        if num_kv_heads is None:
+            return self.num_heads
+        num_kv_heads = positive_int("num_kv_heads", num_kv_heads)
+        if self.num_heads % num_kv_heads:
+            choices = [g for g in range(1, self.num_heads + 1) if self.num_heads % g == 0]
+            raise ValueError(
+                f"num_kv_heads={num_kv_heads} must divide num_heads={self.num_heads}: every "
+                f"key/value head serves the same number of query heads; one of {choices}"
+            )
+        return num_kv_heads
+
+    def _rotary_base(self, base: float | None) -> float | None:
+        if base is None:
+            return None
+        if self.d_head % 2:
+            raise ValueError(
+                f"rotary positions turn pairs of features, so d_head must be even; got "
+                f"d_head = d_model / num_heads = {self.d_head}"
+            )
+        return base_value(base)
 
     def reset_parameters(self) -> None:
         """Glorot-uniform weights and zero biases (``nn.MultiheadAttention`` starts its input
@@ -409,6 +593,10 @@ class MultiHeadAttention(nn.Module):
         """``(batch, num_heads, L, d_head)`` -> ``(batch, L, d_model)``."""
         return merge_heads(x)
 
+    def repeat_kv(self, x: Tensor) -> Tensor:
+        """``(batch, num_kv_heads, L, d_head)`` -> ``(batch, num_heads, L, d_head)``."""
+        return repeat_kv(x, self.num_heads // self.num_kv_heads)
+
     def forward(
         self,
         query: Tensor,
@@ -436,13 +624,16 @@ class MultiHeadAttention(nn.Module):
             ``(batch, num_heads, L_q, L_k)`` (or ``None``).
         """
         self._check_inputs(query, key, value)
+        self._check_rotary(query, key)
         q = self.split_heads(self.w_q(query))  # (batch, h, L_q, d_head)
-        k = self.split_heads(self.w_k(key))  # (batch, h, L_k, d_head)
-        v = self.split_heads(self.w_v(value))  # (batch, h, L_k, d_head)
+        k = split_heads(self.w_k(key), self.num_kv_heads)  # (batch, g, L_k, d_head)
+        v = split_heads(self.w_v(value), self.num_kv_heads)  # (batch, g, L_k, d_head)
+        if self.rotary_base is not None:  # positions 0 .. L-1 of queries and keys
+            q, k = rotate(q, base=self.rotary_base), rotate(k, base=self.rotary_base)
         if mask is not None:
             mask = self.head_mask(mask, query.size(0), query.size(1), key.size(1))
         # every head at once: (batch, h, L_q, d_head)
-        heads, weights = self.attend(q, k, v, mask, need_weights)
+        heads, weights = self.attend(q, self.repeat_kv(k), self.repeat_kv(v), mask, need_weights)
         return self.w_o(self.merge_heads(heads)), weights
 
     def forward_with_cache(
@@ -458,8 +649,11 @@ class MultiHeadAttention(nn.Module):
 
         The queries are projected as in :meth:`forward`. The keys and values of ``key`` and
         ``value`` (the new positions) are appended to ``cache``, and the queries attend over
-        all stored positions. A static cache (cross-attention) is filled at the first call
-        and then used as it is, without projecting ``key`` and ``value`` again.
+        all stored positions. The cache holds ``num_kv_heads`` heads, repeated for the query
+        heads after reading; with rotary positions the new queries and keys are rotated as
+        positions ``cache.length, cache.length + 1, ...`` before the keys are stored. A
+        static cache (cross-attention) is filled at the first call and then used as it is,
+        without projecting ``key`` and ``value`` again.
 
         Args:
             query: ``(batch, n, d_model)``, the ``n`` new positions (one per generation step).
@@ -475,20 +669,31 @@ class MultiHeadAttention(nn.Module):
             ``(output, weights)``: ``(batch, n, d_model)`` and the weights (or ``None``).
         """
         self._check_inputs(query, key, value)
+        if self.rotary_base is not None and cache.static:
+            raise ValueError(
+                "rotary positions rotate a self-attention's queries and keys by their "
+                "positions; a static cache holds cross-attention keys, which have none"
+            )
+        self._check_rotary(query, key)
         q = self.split_heads(self.w_q(query))  # (batch, h, n, d_head)
         if cache.static and cache.length:  # the encoder output, projected before
             k, v = cache.keys, cache.values
-        else:  # (batch, h, t, d_head): the stored positions, then the new ones
-            k, v = cache.update(
-                self.split_heads(self.w_k(key)), self.split_heads(self.w_v(value))
-            )  # fmt: skip
+        else:  # (batch, g, t, d_head): the stored positions, then the new ones
+            new_k = split_heads(self.w_k(key), self.num_kv_heads)
+            new_v = split_heads(self.w_v(value), self.num_kv_heads)
+            if self.rotary_base is not None:
+                start = cache.length
+                positions = torch.arange(start, start + query.size(1), device=query.device)
+                q = rotate(q, positions, self.rotary_base)
+                new_k = rotate(new_k, positions, self.rotary_base)
+            k, v = cache.update(new_k, new_v)
         if k.size(0) != q.size(0):
             raise ValueError(
                 f"the cache holds {k.size(0)} sequences, the query {q.size(0)}"
             )  # fmt: skip
         if mask is not None:
             mask = self.head_mask(mask, query.size(0), query.size(1), k.size(-2))
-        heads, weights = self.attend(q, k, v, mask, need_weights)
+        heads, weights = self.attend(q, self.repeat_kv(k), self.repeat_kv(v), mask, need_weights)
         return self.w_o(self.merge_heads(heads)), weights
 
     def attend(
@@ -542,6 +747,15 @@ class MultiHeadAttention(nn.Module):
             return mask[:, None]
         return mask
 
+    def _check_rotary(self, query: Tensor, key: Tensor) -> None:
+        """Rotary positions number the queries and the keys of one sequence: self-attention."""
+        if self.rotary_base is not None and key is not query:
+            raise ValueError(
+                "rotary positions turn the queries and keys of one sequence by their "
+                "positions, so query and key must be the same tensor (self-attention); "
+                "cross-attention's keys have no positions in the query's sequence"
+            )
+
     def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor) -> None:
         for name, x in (("query", query), ("key", key), ("value", value)):
             check_tensor(name, x)
@@ -570,4 +784,6 @@ class MultiHeadAttention(nn.Module):
         return (
             f"d_model={self.d_model}, num_heads={self.num_heads}, d_head={self.d_head}, "
             f"dropout={self.dropout.p}"
+            + (f", num_kv_heads={self.num_kv_heads}" if self.num_kv_heads != self.num_heads else "")
+            + (f", rotary_base={self.rotary_base:g}" if self.rotary_base is not None else "")
         )

@@ -13,7 +13,12 @@ change at all during generation: they are computed at the first step and reused.
   ``(batch, num_heads, t, d_head)``, and :meth:`KeyValueCache.update` that appends;
 - :class:`LayerCache` -- the two caches of one decoder layer (self- and cross-attention);
 - :class:`DecoderCache` -- one :class:`LayerCache` per layer, the target ids fed so far,
-  and :meth:`DecoderCache.reorder` for beam search.
+  and :meth:`DecoderCache.reorder` for beam search;
+- :func:`cache_bytes_per_token` -- what one more token costs a model's self-attention
+  caches: ``2 (keys and values) x layers x key/value heads x d_head x bytes per number``.
+
+With grouped-query attention (``MultiHeadAttention(..., num_kv_heads=g)``) a cache holds the
+``g`` key/value heads, not the ``h`` query heads: ``num_heads`` below is ``g``.
 
 ``MultiHeadAttention.forward(..., cache=...)``, ``DecoderLayer.forward(..., cache=...)``,
 ``Decoder.forward(..., cache=...)`` and ``Transformer.decode(..., cache=...)`` take them.
@@ -29,7 +34,38 @@ from torch import Tensor
 from course_lib._checks import floating, integer_ids, positive_int
 from course_lib._devices import values_checkable
 
-__all__ = ["DecoderCache", "KeyValueCache", "LayerCache"]
+__all__ = ["DecoderCache", "KeyValueCache", "LayerCache", "cache_bytes_per_token"]
+
+
+def cache_bytes_per_token(
+    num_layers: int,
+    num_kv_heads: int,
+    d_head: int,
+    dtype: torch.dtype = torch.float32,
+) -> int:
+    """The bytes the self-attention key/value caches of a decoder hold per cached token.
+
+    Every layer stores, for every token, one key and one value of ``d_head`` numbers per
+    key/value head: ``2 * num_layers * num_kv_heads * d_head * dtype's bytes``. Multiply by
+    the context length (and the batch) for a whole cache.
+
+    Args:
+        num_layers: the decoder layers (each has its own cache).
+        num_kv_heads: the key/value heads ``g`` of each layer (``h`` for multi-head attention,
+            1 for multi-query attention).
+        d_head: the features of one head.
+        dtype: the dtype the cache is kept in (``torch.bfloat16``: 2 bytes per number).
+
+    Returns:
+        the bytes per token, an ``int``. Llama-2-70B (80 layers, 8 key/value heads of 128,
+        bfloat16): ``cache_bytes_per_token(80, 8, 128, torch.bfloat16) == 327_680``.
+    """
+    num_layers = positive_int("num_layers", num_layers)
+    num_kv_heads = positive_int("num_kv_heads", num_kv_heads)
+    d_head = positive_int("d_head", d_head)
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"dtype must be a torch.dtype such as torch.bfloat16, got {dtype!r}")
+    return 2 * num_layers * num_kv_heads * d_head * dtype.itemsize
 
 
 def _check_batch_index(index: Tensor, batch: int) -> None:
@@ -69,6 +105,11 @@ class KeyValueCache:
     def length(self) -> int:
         """``t``, the number of positions stored (0 when empty)."""
         return 0 if self.keys is None else self.keys.size(-2)
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of the stored keys and values (0 when empty)."""
+        return 0 if self.keys is None else self.keys.nbytes + self.values.nbytes
 
     def update(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
         """Append the new positions' keys and values; return all of them.

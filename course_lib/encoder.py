@@ -29,16 +29,38 @@ opposite convention.
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import torch
 from torch import Tensor, nn
 
 from course_lib._checks import module_dtype, positive_int, probability, sequences
 from course_lib.attention import MultiHeadAttention, _check_mask
-from course_lib.feedforward import FeedForward, activation_of, copy_linear
+from course_lib.feedforward import FeedForward, GatedFeedForward, activation_of, copy_linear
+from course_lib.normalization import RMSNorm
 
-__all__ = ["Encoder", "EncoderLayer", "assemble_stack", "check_layer_mask", "copy_layer_norm"]
+__all__ = [
+    "NORMS",
+    "Encoder",
+    "EncoderLayer",
+    "assemble_stack",
+    "check_layer_mask",
+    "copy_layer_norm",
+    "make_norm",
+]
+
+NORMS = ("layer", "rms")
+
+
+def make_norm(norm: str, d_model: int, eps: float, bias: bool = True) -> nn.Module:
+    """A normalization of every token's ``d_model`` features: ``nn.LayerNorm`` (``"layer"``,
+    the paper's) or :class:`~course_lib.normalization.RMSNorm` (``"rms"``, Llama's, which has
+    no bias)."""
+    if norm == "layer":
+        return nn.LayerNorm(d_model, eps=eps, bias=bias)
+    if norm == "rms":
+        return RMSNorm(d_model, eps=eps)
+    raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
 
 
 def check_layer_mask(
@@ -103,8 +125,19 @@ class EncoderLayer(nn.Module):
             feed-forward network (not in the paper).
         norm_first: False for post-norm ``LayerNorm(x + sublayer(x))`` (the paper's),
             True for pre-norm ``x + sublayer(LayerNorm(x))``.
-        activation: of the feed-forward network, ``"relu"``, ``"gelu"`` or ``"gelu_tanh"``.
+        activation: of the feed-forward network, ``"relu"``, ``"gelu"``, ``"gelu_tanh"`` or
+            ``"silu"``.
         layer_norm_eps: the ``eps`` of both layer normalizations.
+
+    Keyword-only options, the changes of today's models (all off by default, the paper's
+    layer):
+
+    - ``norm``: ``"layer"`` (LayerNorm) or ``"rms"`` (:class:`RMSNorm`, Llama's);
+    - ``gated``: a :class:`~course_lib.feedforward.GatedFeedForward` (SwiGLU with
+      ``activation="silu"``) instead of the two-matrix network;
+    - ``num_kv_heads``: grouped-query attention, fewer key/value heads than query heads;
+    - ``rotary_base``: rotary positions in the self-attention (:mod:`course_lib.rotary`);
+    - ``bias``: biases in the linear maps and norms (False: none, Llama's).
 
     Shape:
         ``forward(x, mask)``: ``x`` is ``(batch, L, d_model)``; the result has the same shape.
@@ -119,15 +152,24 @@ class EncoderLayer(nn.Module):
         norm_first: bool = False,
         activation: str = "relu",
         layer_norm_eps: float = 1e-5,
+        *,
+        norm: str = "layer",
+        gated: bool = False,
+        num_kv_heads: int | None = None,
+        rotary_base: float | None = None,
+        bias: bool = True,
     ) -> None:
         super().__init__()
         self.d_model = positive_int("d_model", d_model)
         dropout = probability("dropout", dropout)
         self.norm_first = bool(norm_first)
-        self.self_attention = MultiHeadAttention(d_model, num_heads, dropout)
-        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
-        self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
-        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.self_attention = MultiHeadAttention(
+            d_model, num_heads, dropout, bias, num_kv_heads=num_kv_heads, rotary_base=rotary_base
+        )
+        network = GatedFeedForward if gated else FeedForward
+        self.feed_forward = network(d_model, d_ff, dropout, activation, bias=bias)
+        self.norm1 = make_norm(norm, d_model, layer_norm_eps, bias)
+        self.norm2 = make_norm(norm, d_model, layer_norm_eps, bias)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
 
@@ -232,6 +274,9 @@ class Encoder(nn.Module):
         num_layers: the number of layers ``N`` (6 in the paper).
         d_model, num_heads, d_ff, dropout, norm_first, activation, layer_norm_eps: of every
             layer (see :class:`EncoderLayer`).
+        options: the keyword-only options of :class:`EncoderLayer` (``norm``, ``gated``,
+            ``num_kv_heads``, ``rotary_base``, ``bias``); the final norm is of the layers'
+            kind.
         final_norm: apply a layer normalization to the last layer's output. ``None`` (the
             default) means "if ``norm_first``": a pre-norm stack ends with an addition and
             needs it; a post-norm layer already ends with a norm. (``nn.Transformer`` adds
@@ -253,14 +298,16 @@ class Encoder(nn.Module):
         final_norm: bool | None = None,
         activation: str = "relu",
         layer_norm_eps: float = 1e-5,
+        **options: Any,
     ) -> None:
         super().__init__()
         num_layers = positive_int("num_layers", num_layers)
         self.d_model = positive_int("d_model", d_model)
         settings = (d_model, num_heads, d_ff, dropout, norm_first, activation, layer_norm_eps)
-        self.layers = nn.ModuleList(EncoderLayer(*settings) for _ in range(num_layers))
+        self.layers = nn.ModuleList(EncoderLayer(*settings, **options) for _ in range(num_layers))
         final_norm = norm_first if final_norm is None else final_norm
-        self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if final_norm else None
+        norm, bias = options.get("norm", "layer"), options.get("bias", True)
+        self.norm = make_norm(norm, d_model, layer_norm_eps, bias) if final_norm else None
 
     @classmethod
     def from_torch(cls, encoder: nn.TransformerEncoder) -> Encoder:

@@ -31,6 +31,7 @@ embedding norm, head transform and pooler. With them, ``DecoderOnlyModel.from_hf
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import torch
@@ -39,11 +40,11 @@ from torch import Tensor, nn
 
 from course_lib._checks import integer, integer_ids, positive_int, probability, shape_of
 from course_lib._devices import uniform, values_checkable
-from course_lib.attention import causal_mask, padding_mask
+from course_lib.attention import causal_mask, padding_mask, sliding_window_mask
 from course_lib.embeddings import TokenEmbedding, check_token_ids
 from course_lib.encoder import Encoder
 from course_lib.feedforward import ACTIVATIONS
-from course_lib.positional import PositionalEncoding
+from course_lib.positional import DEFAULT_BASE, PositionalEncoding
 from course_lib.training import TrainingHistory, fit, sequence_loss, teacher_forcing
 
 __all__ = [
@@ -54,7 +55,9 @@ __all__ = [
     "Pooler",
     "SequenceClassifier",
     "drop_biases",
+    "llama_settings",
     "mask_tokens",
+    "parameter_ledger",
     "train_causal_lm",
     "train_classifier",
     "train_masked_lm",
@@ -168,6 +171,11 @@ class _OneStackModel(nn.Module):
         num_token_types: int = 0,
         embedding_norm: bool = False,
         head_transform: bool = False,
+        norm: str = "layer",
+        gated: bool = False,
+        num_kv_heads: int | None = None,
+        rope_base: float = DEFAULT_BASE,
+        attention_window: int | None = None,
     ) -> None:
         super().__init__()
         self.vocab_size = positive_int("vocab_size", vocab_size)
@@ -191,8 +199,18 @@ class _OneStackModel(nn.Module):
             self.positional: nn.Module = PositionalEncoding(d_model, max_len, position_dropout)
         elif positions == "learned":
             self.positional = LearnedPositions(max_len, d_model, position_dropout)
+        elif positions == "rotary":  # nothing is added; the dropout of the embeddings remains
+            self.positional = nn.Dropout(position_dropout)
         else:
-            raise ValueError(f"positions must be 'sinusoidal' or 'learned', got {positions!r}")
+            raise ValueError(
+                f"positions must be 'sinusoidal', 'learned' or 'rotary', got {positions!r}"
+            )
+        self.positions = positions
+        self.attention_window = None
+        if attention_window is not None:
+            if not self.causal:
+                raise ValueError("attention_window is a decoder-only model's sliding window")
+            self.attention_window = positive_int("attention_window", attention_window)
         self.embedding_norm = None
         if embedding_norm:
             self.embedding_norm = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
@@ -207,6 +225,10 @@ class _OneStackModel(nn.Module):
             final_norm=final_norm,
             activation=activation,
             layer_norm_eps=layer_norm_eps,
+            norm=norm,
+            gated=gated,
+            num_kv_heads=num_kv_heads,
+            rotary_base=rope_base if positions == "rotary" else None,
         )
         if not bias:
             drop_biases(self.encoder)
@@ -222,6 +244,8 @@ class _OneStackModel(nn.Module):
         """The self-attention mask of ``ids`` ``(batch, L)``, True where allowed: the padding
         mask ``(batch, 1, L)``, combined with the causal mask in a decoder-only model."""
         mask = causal_mask(ids.size(1), device=ids.device) if self.causal else None
+        if self.attention_window is not None:  # itself and the window - 1 positions before
+            mask = sliding_window_mask(ids.size(1), self.attention_window, device=ids.device)
         if self.pad_id is None:
             return mask
         keep = padding_mask(ids, self.pad_id)
@@ -323,6 +347,18 @@ class EncoderOnlyModel(_OneStackModel):
     - ``head_transform``: BERT's :class:`MaskedLMHeadTransform` (dense, activation, layer
       norm) between the last layer and the output map.
 
+    And the changes of today's decoders (the part "Beyond the original Transformer"):
+
+    - ``positions="rotary"``: nothing added to the embeddings; every self-attention rotates
+      its queries and keys by their positions (:mod:`course_lib.rotary`), with the wavelength
+      base ``rope_base`` (10000);
+    - ``norm="rms"``: :class:`~course_lib.normalization.RMSNorm` instead of LayerNorm, in the
+      layers and as the final norm;
+    - ``gated``: a gated feed-forward network (SwiGLU with ``activation="silu"``);
+    - ``num_kv_heads``: grouped-query (or, with 1, multi-query) attention;
+    - ``attention_window``: (decoder-only) a sliding window: each position attends to itself
+      and the ``attention_window - 1`` positions before it.
+
     ``from_hf`` and ``to_hf`` convert from and to a Hugging Face ``BertForMaskedLM``.
     """
 
@@ -364,6 +400,10 @@ class DecoderOnlyModel(_OneStackModel):
     ``DecoderOnlyModel(50257, 768, 12, 12, 3072, max_len=1024, positions="learned",
     pad_id=None, activation="gelu_tanh", scale_embeddings=False)``; ``from_hf`` and
     ``to_hf`` convert from and to a Hugging Face ``GPT2LMHeadModel``.
+
+    A Llama is the same class with other settings (:func:`llama_settings`): rotary
+    positions, RMSNorm, SwiGLU, grouped-query attention, no biases, an untied output map;
+    ``from_hf`` also takes a Hugging Face ``LlamaForCausalLM``.
     """
 
     causal = True
@@ -373,10 +413,19 @@ class DecoderOnlyModel(_OneStackModel):
 
     @classmethod
     def from_hf(cls, model: Any) -> DecoderOnlyModel:
-        """The model of a Hugging Face ``GPT2LMHeadModel``, with copies of its weights (see
-        :func:`course_lib.huggingface.gpt2_from_hf`)."""
-        from course_lib.huggingface import gpt2_from_hf
+        """The model of a Hugging Face ``GPT2LMHeadModel`` or ``LlamaForCausalLM``, with copies
+        of its weights (see :func:`course_lib.huggingface.gpt2_from_hf` and
+        :func:`~course_lib.huggingface.llama_from_hf`); any other object is refused with a
+        ``TypeError``."""
+        from course_lib.huggingface import gpt2_from_hf, llama_from_hf
 
+        kind = type(model).__name__
+        if kind == "LlamaForCausalLM":
+            return llama_from_hf(model)
+        if kind != "GPT2LMHeadModel":
+            raise TypeError(
+                f"expected a transformers GPT2LMHeadModel or LlamaForCausalLM, got {kind}"
+            )
         return gpt2_from_hf(model)
 
     def to_hf(self) -> Any:
@@ -390,6 +439,93 @@ class DecoderOnlyModel(_OneStackModel):
         """The scores of the token after the last one: ``(batch, vocab_size)``; a scorer for
         :mod:`course_lib.decoding`."""
         return self(ids)[:, -1]
+
+
+def llama_settings(
+    vocab_size: int,
+    d_model: int,
+    num_heads: int,
+    num_layers: int,
+    d_ff: int,
+    num_kv_heads: int | None = None,
+    **changes: Any,
+) -> dict[str, Any]:
+    """The arguments of :class:`DecoderOnlyModel` for a Llama of these sizes.
+
+    Pre-norm layers with RMSNorm (``eps`` 1e-6, the first Llama's) and a final RMSNorm,
+    rotary positions (base 10000), SwiGLU feed-forward networks of hidden size ``d_ff``,
+    ``num_kv_heads`` key/value heads (default: as many as query heads, Llama 1 and
+    Llama-2-7B), no biases, embeddings not scaled, an output map of its own, no padding id.
+    ``changes`` override any of them (``rope_base=500000.0`` for Llama 3;
+    ``layer_norm_eps=1e-5`` for Llama 2, Llama 3 and Mistral 7B).
+    """
+    settings = {
+        "vocab_size": vocab_size,
+        "d_model": d_model,
+        "num_heads": num_heads,
+        "num_layers": num_layers,
+        "d_ff": d_ff,
+        "num_kv_heads": num_kv_heads,
+        "norm_first": True,
+        "final_norm": True,
+        "norm": "rms",
+        "layer_norm_eps": 1e-6,
+        "positions": "rotary",
+        "rope_base": DEFAULT_BASE,
+        "gated": True,
+        "activation": "silu",
+        "bias": False,
+        "output_bias": False,
+        "scale_embeddings": False,
+        "tie_embeddings": False,
+        "pad_id": None,
+    }
+    unknown = set(changes) - set(inspect.signature(_OneStackModel).parameters)
+    if unknown:
+        raise TypeError(f"not an option of DecoderOnlyModel: {sorted(unknown)}")
+    return settings | changes
+
+
+def parameter_ledger(model: nn.Module) -> dict[str, int]:
+    """The parameters of an :class:`EncoderOnlyModel` or :class:`DecoderOnlyModel` by component.
+
+    Returns ``{"token embedding", "positions", "attention", "feed-forward", "norms", "output
+    map", "total"}`` (plus ``"other"`` for BERT's token types, embedding norm, head transform
+    and pooler, when the model has them). Attention, feed-forward and norms are summed over the
+    layers, the final norm counted with the norms; a tied output map counts 0 (its matrix is
+    the token embedding's), and only its bias, if any, is its own. Works on the ``meta``
+    device (shapes, no memory).
+    """
+    if not isinstance(model, _OneStackModel):
+        raise TypeError(
+            f"expected an EncoderOnlyModel or DecoderOnlyModel, got {type(model).__name__}"
+        )
+    seen: set[int] = set()
+
+    def count(*modules: nn.Module | None) -> int:  # each tensor once, however shared
+        total = 0
+        for module in modules:
+            for parameter in () if module is None else module.parameters():
+                if id(parameter) not in seen:
+                    seen.add(id(parameter))
+                    total += parameter.numel()
+        return total
+
+    layers = list(model.encoder.layers)
+    ledger = {
+        "token embedding": count(model.embedding),
+        "positions": count(model.positional),
+        "attention": count(*(layer.self_attention for layer in layers)),
+        "feed-forward": count(*(layer.feed_forward for layer in layers)),
+        "norms": count(*(n for layer in layers for n in (layer.norm1, layer.norm2)),
+                       model.encoder.norm),
+        "output map": count(model.output),
+    }  # fmt: skip
+    other = count(model)  # whatever is left: BERT's extras
+    if other:
+        ledger["other"] = other
+    ledger["total"] = sum(ledger.values())
+    return ledger
 
 
 # --------------------------------------------------------------------------- training

@@ -9,6 +9,10 @@ with ``W_1`` of shape ``(d_model, d_ff)`` and ``W_2`` of shape ``(d_ff, d_model)
 uses ``d_model = 512`` and ``d_ff = 2048``. Attention mixes information *between* positions;
 this network transforms each position's vector *on its own*: the same weights at every
 position, and no position sees another.
+
+:class:`GatedFeedForward` is the gated form of today's models (Shazeer, 2020): a third matrix
+whose output multiplies the activated hidden units feature by feature,
+``FFN_SwiGLU(x) = (Swish(x W) * x V) W_2``, with Swish_1 = SiLU (Llama, Mistral, Qwen).
 """
 
 from __future__ import annotations
@@ -22,7 +26,15 @@ from torch import Tensor, nn
 
 from course_lib._checks import check_tensor, module_dtype, positive_int, probability
 
-__all__ = ["ACTIVATIONS", "FeedForward", "activation_of", "copy_linear", "gelu_tanh"]
+__all__ = [
+    "ACTIVATIONS",
+    "FeedForward",
+    "GatedFeedForward",
+    "activation_of",
+    "copy_linear",
+    "gelu_tanh",
+    "swiglu_hidden_size",
+]
 
 
 def gelu_tanh(x: Tensor) -> Tensor:
@@ -35,6 +47,7 @@ ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
     "relu": F.relu,
     "gelu": F.gelu,
     "gelu_tanh": gelu_tanh,
+    "silu": F.silu,  # x * sigmoid(x), Swish with beta = 1: the "Swish" of SwiGLU
 }
 
 
@@ -76,22 +89,99 @@ class FeedForward(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """``W_2(dropout(activation(W_1 x)))`` at every position: ``(..., d_model)``."""
-        self._check_input(x)
+        _check_input(self, x)
         hidden = ACTIVATIONS[self.activation](self.w_1(x))  # (..., d_ff)
         return self.w_2(self.dropout(hidden))  # (..., d_model)
 
-    def _check_input(self, x: Tensor) -> None:
-        check_tensor("x", x)
-        if x.dim() == 0 or x.size(-1) != self.d_model:
-            raise ValueError(
-                f"x must have d_model={self.d_model} features in its last "
-                f"axis, e.g. (batch, length, {self.d_model}); "
-                f"got {tuple(x.shape)}"
-            )
-        module_dtype("x", x, self)
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, d_ff={self.d_ff}, activation={self.activation!r}"
+
+
+class GatedFeedForward(nn.Module):
+    """The gated feed-forward network: ``W_2(activation(W_1 x) * W_3 x)`` at every position.
+
+    Shazeer (2020) writes ``FFN_SwiGLU(x, W, V, W_2) = (Swish_1(x W) * x V) W_2``: the hidden
+    units of one map, through the activation, open and close like gates on the hidden units
+    of a second, linear map. With SiLU (= Swish_1) it is SwiGLU, Llama's; with GELU, GEGLU. The
+    names ``w_1`` (gate), ``w_3`` (the linear map) and ``w_2`` (down) are those of Meta's Llama
+    code (Hugging Face's ``gate_proj``, ``up_proj``, ``down_proj``). Three matrices instead of
+    two: for the parameters of a ReLU network of hidden size ``4 d_model``, the hidden size is
+    ``2/3 * 4 d_model`` (:func:`swiglu_hidden_size`).
+
+    Args:
+        d_model: size of the input and output vectors.
+        d_ff: the hidden size.
+        dropout: on the gated hidden units, in training.
+        activation: of :data:`ACTIVATIONS`; ``"silu"`` (SwiGLU) by default.
+        bias: biases in the three maps (Llama and the paper's experiments have none).
+
+    Shape:
+        ``forward(x)``: ``(..., d_model)`` -> the same shape.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        activation: str = "silu",
+        bias: bool = False,
+    ) -> None:
+        super().__init__()
+        self.d_model = positive_int("d_model", d_model)
+        self.d_ff = positive_int("d_ff", d_ff)
+        if activation not in ACTIVATIONS:
+            known = sorted(ACTIVATIONS)
+            raise ValueError(f"activation must be one of {known}, got {activation!r}")
+        self.activation = activation
+        self.w_1 = nn.Linear(self.d_model, self.d_ff, bias=bias)  # the gate
+        self.w_3 = nn.Linear(self.d_model, self.d_ff, bias=bias)  # what the gate lets through
+        self.w_2 = nn.Linear(self.d_ff, self.d_model, bias=bias)  # back to d_model
+        self.dropout = nn.Dropout(probability("dropout", dropout))
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``W_2(dropout(activation(W_1 x) * W_3 x))`` at every position: ``(..., d_model)``."""
+        _check_input(self, x)
+        gate = ACTIVATIONS[self.activation](self.w_1(x))  # (..., d_ff)
+        return self.w_2(self.dropout(gate * self.w_3(x)))  # (..., d_model)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, d_ff={self.d_ff}, activation={self.activation!r}"
+
+
+def _check_input(network: FeedForward | GatedFeedForward, x: Tensor) -> None:
+    """Raise unless ``x`` is a tensor of ``network``'s dtype with ``d_model`` features last."""
+    check_tensor("x", x)
+    if x.dim() == 0 or x.size(-1) != network.d_model:
+        raise ValueError(
+            f"x must have d_model={network.d_model} features in its last "
+            f"axis, e.g. (batch, length, {network.d_model}); "
+            f"got {tuple(x.shape)}"
+        )
+    module_dtype("x", x, network)
+
+
+def swiglu_hidden_size(
+    d_model: int, multiple_of: int = 1, ffn_dim_multiplier: float | None = None
+) -> int:
+    """The hidden size of a gated network with about the parameters of a ``4 d_model`` one.
+
+    Two matrices of ``d_model x 4 d_model`` hold as many weights as three of ``d_model x
+    (2/3) 4 d_model``. Meta's Llama code takes ``int(2 * 4 * d_model / 3)``, multiplies it by
+    ``ffn_dim_multiplier`` if given, and rounds *up* to a multiple of ``multiple_of`` (256 in
+    Llama 1 and Llama 2's 7B and 13B, 4096 in Llama-2-70B): Llama-2-7B's ``d_model = 4096``
+    gives 11008.
+    """
+    d_model = positive_int("d_model", d_model)
+    multiple_of = positive_int("multiple_of", multiple_of)
+    hidden = int(2 * 4 * d_model / 3)
+    if ffn_dim_multiplier is not None:
+        if isinstance(ffn_dim_multiplier, bool) or not ffn_dim_multiplier > 0:
+            raise ValueError(
+                f"ffn_dim_multiplier must be a positive number, got {ffn_dim_multiplier!r}"
+            )
+        hidden = int(ffn_dim_multiplier * hidden)
+    return multiple_of * ((hidden + multiple_of - 1) // multiple_of)
 
 
 def activation_of(layer: nn.Module) -> str:

@@ -1,4 +1,4 @@
-"""GPT-2 and BERT from and to Hugging Face ``transformers``, in the course's own classes.
+"""GPT-2, BERT and Llama from Hugging Face ``transformers``, in the course's own classes.
 
 A ``transformers`` GPT-2 (``GPT2LMHeadModel``) is a :class:`~course_lib.families.DecoderOnlyModel`
 with GPT-2's options, and a BERT (``BertForMaskedLM``) an
@@ -10,6 +10,10 @@ Face tensor, saying which of our tensors it becomes:
   the *transpose* of ``nn.Linear``'s ``(d_out, d_in)``. Its ``c_attn`` holds ``W^Q``,
   ``W^K`` and ``W^V`` side by side, ``(d_model, 3 d_model)``: one tensor for three of ours.
 - BERT's linear maps are ``nn.Linear`` already; only the names change.
+- Llama's (``LlamaForCausalLM``) are ``nn.Linear`` too, but its rotary positions pair feature
+  ``j`` of a head with feature ``j + d_head/2`` ("rotate_half"), where ours pair ``2i`` with
+  ``2i + 1``: the rows of ``W^Q`` and ``W^K`` are reordered within every head
+  (:func:`rotary_row_order`). Queries and keys are reordered alike, so every score is the same.
 
 ``from_hf`` reads the model's config, refuses what our classes cannot represent (rather than
 give different numbers), builds our model with the same settings and copies every weight,
@@ -31,7 +35,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import Tensor, nn
 
-from course_lib.families import DecoderOnlyModel, EncoderOnlyModel
+from course_lib.families import DecoderOnlyModel, EncoderOnlyModel, llama_settings
 
 __all__ = [
     "BERT_ACTIVATIONS",
@@ -45,6 +49,10 @@ __all__ = [
     "gpt2_settings",
     "gpt2_to_hf",
     "gpt2_weight_links",
+    "llama_from_hf",
+    "llama_settings_of",
+    "llama_weight_links",
+    "rotary_row_order",
 ]
 
 # Hugging Face's activation names -> ours. GPT-2's "gelu_new" and PyTorch's tanh GELU are the
@@ -67,12 +75,14 @@ class WeightLink(NamedTuple):
     ``ours`` has one name, or several when the Hugging Face tensor holds several of ours side
     by side along its output axis (GPT-2's ``c_attn``: ``W^Q``, ``W^K``, ``W^V``).
     ``transposed``: the Hugging Face weight is ``(d_in, d_out)`` (GPT-2's ``Conv1D``), ours
-    ``(d_out, d_in)``.
+    ``(d_out, d_in)``. ``rotary_heads``: the rows of this query or key projection are those of
+    so many heads, each reordered by :func:`rotary_row_order` (Llama's); 0 for none.
     """
 
     hf: str
     ours: tuple[str, ...]
     transposed: bool = False
+    rotary_heads: int = 0
 
 
 def _affine(hf: str, ours: str, transposed: bool = False) -> list[WeightLink]:
@@ -393,6 +403,128 @@ def _bert_differences(model: EncoderOnlyModel) -> list[str]:
     ]
 
 
+# --------------------------------------------------------------------------- Llama
+
+
+def rotary_row_order(d_head: int) -> Tensor:
+    """Where each of our rows of one head comes from in Llama's: ``[0, d/2, 1, d/2 + 1, ...]``.
+
+    Hugging Face's Llama rotates feature ``j`` with feature ``j + d/2`` by the angle of
+    frequency ``j``; :func:`course_lib.rotary.rotate` rotates ``2j`` with ``2j + 1``. Taking
+    row ``order[r]`` of Llama's head as our row ``r`` puts each of its pairs side by side.
+    """
+    half = torch.arange(d_head // 2)
+    return torch.stack((half, half + d_head // 2), dim=1).flatten()
+
+
+def llama_weight_links(
+    num_layers: int, num_heads: int, num_kv_heads: int, tied: bool = False
+) -> list[WeightLink]:
+    """Every tensor of a ``LlamaForCausalLM`` with ``num_layers`` layers, and where it goes."""
+    links = [WeightLink("model.embed_tokens.weight", ("embedding.weight",))]
+    for i in range(num_layers):
+        hf, ours = f"model.layers.{i}", f"encoder.layers.{i}"
+        attention, mlp = f"{ours}.self_attention", f"{ours}.feed_forward"
+        links += [
+            WeightLink(f"{hf}.input_layernorm.weight", (f"{ours}.norm1.weight",)),
+            WeightLink(f"{hf}.self_attn.q_proj.weight", (f"{attention}.w_q.weight",),
+                       rotary_heads=num_heads),
+            WeightLink(f"{hf}.self_attn.k_proj.weight", (f"{attention}.w_k.weight",),
+                       rotary_heads=num_kv_heads),
+            WeightLink(f"{hf}.self_attn.v_proj.weight", (f"{attention}.w_v.weight",)),
+            WeightLink(f"{hf}.self_attn.o_proj.weight", (f"{attention}.w_o.weight",)),
+            WeightLink(f"{hf}.post_attention_layernorm.weight", (f"{ours}.norm2.weight",)),
+            WeightLink(f"{hf}.mlp.gate_proj.weight", (f"{mlp}.w_1.weight",)),
+            WeightLink(f"{hf}.mlp.up_proj.weight", (f"{mlp}.w_3.weight",)),
+            WeightLink(f"{hf}.mlp.down_proj.weight", (f"{mlp}.w_2.weight",)),
+        ]  # fmt: skip
+    links.append(WeightLink("model.norm.weight", ("encoder.norm.weight",)))
+    if not tied:
+        links.append(WeightLink("lm_head.weight", ("output.weight",)))
+    return links
+
+
+def _rope_base(config: Any) -> float:
+    """The config's rotary base, refusing a rescaled rotary (Llama 3.1's "llama3", YaRN...)."""
+    parameters = getattr(config, "rope_parameters", None) or {}
+    scaling = getattr(config, "rope_scaling", None) or {}
+    kind = parameters.get("rope_type", scaling.get("rope_type", scaling.get("type", "default")))
+    if kind != "default":
+        raise ValueError(
+            f"this Llama config rescales its rotary frequencies (rope_type={kind!r}); the "
+            "course's rotary positions are the unscaled ones, so its logits would differ"
+        )
+    return float(parameters.get("rope_theta", getattr(config, "rope_theta", 10000.0)))
+
+
+def llama_settings_of(config: Any) -> dict[str, Any]:
+    """The arguments of :class:`DecoderOnlyModel` for a ``LlamaConfig``
+    (:func:`course_lib.families.llama_settings` with its sizes).
+
+    Raises:
+        ValueError: for what the course's classes do not compute: biases in the attention
+            or the feed-forward maps, a head size other than ``hidden_size / heads``, rescaled
+            rotary frequencies, ``pretraining_tp > 1``, or an activation other than SiLU.
+    """
+    heads = config.num_attention_heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    refused = (
+        ("attention_bias", bool(getattr(config, "attention_bias", False)), "attention biases"),
+        ("mlp_bias", bool(getattr(config, "mlp_bias", False)), "feed-forward biases"),
+        ("head_dim", head_dim * heads != config.hidden_size, "heads of another width than "
+         "hidden_size / num_attention_heads"),
+        ("pretraining_tp", getattr(config, "pretraining_tp", 1) != 1, "sliced linear maps"),
+    )  # fmt: skip
+    for name, present, what in refused:
+        if present:
+            raise ValueError(
+                f"this Llama config has {name}={getattr(config, name)!r} ({what}); "
+                "DecoderOnlyModel cannot represent it, so its logits would differ"
+            )
+    activation = _activation(config.hidden_act, {"silu": "silu", "swish": "silu"}, "hidden_act")
+    return llama_settings(
+        config.vocab_size,
+        config.hidden_size,
+        heads,
+        config.num_hidden_layers,
+        config.intermediate_size,
+        config.num_key_value_heads or heads,
+        activation=activation,
+        layer_norm_eps=config.rms_norm_eps,
+        rope_base=_rope_base(config),
+        dropout=float(getattr(config, "attention_dropout", 0.0)),
+        max_len=config.max_position_embeddings,
+        tie_embeddings=bool(config.tie_word_embeddings),
+    )
+
+
+def llama_from_hf(model: Any) -> DecoderOnlyModel:
+    """A :class:`DecoderOnlyModel` with copies of the weights of a ``LlamaForCausalLM``.
+
+    Its dtype, device and train/eval mode are taken over; the rows of every ``W^Q`` and
+    ``W^K`` are reordered (:func:`rotary_row_order`). Like Llama without an
+    ``attention_mask``, our model attends to every token it is given (no padding id). Llama
+    drops only attention weights in training (``attention_dropout``, 0 in the released
+    models); our layers use that probability in more places, so with a nonzero one only
+    evaluation-mode outputs are the same.
+
+    Raises:
+        TypeError: if ``model`` is not a ``LlamaForCausalLM``.
+        ValueError: for a config the course's classes cannot represent
+            (:func:`llama_settings_of`).
+    """
+    _check_hf_model(model, "LlamaForCausalLM")
+    settings = llama_settings_of(model.config)
+    _check_tied(model, settings["tie_embeddings"], "lm_head.weight", "model.embed_tokens.weight")
+    links = llama_weight_links(
+        settings["num_layers"],
+        settings["num_heads"],
+        settings["num_kv_heads"],
+        settings["tie_embeddings"],
+    )
+    return _copy_from_hf(DecoderOnlyModel, settings, model, links)
+
+
 # --------------------------------------------------------------------------- copying
 
 
@@ -418,6 +550,9 @@ def _copy_from_hf(
             tensor = source[link.hf]
             if link.transposed:
                 tensor = tensor.t()  # Conv1D (d_in, d_out) -> Linear (d_out, d_in)
+            if link.rotary_heads:  # Llama's rotary pairs (j, j + d/2) -> ours (2i, 2i + 1)
+                heads = tensor.view(link.rotary_heads, -1, tensor.size(-1))
+                tensor = heads[:, rotary_row_order(heads.size(1))].flatten(0, 1)
             for name, part in zip(link.ours, tensor.chunk(len(link.ours)), strict=True):
                 ours.get_parameter(name).copy_(part)
                 written.add(name)

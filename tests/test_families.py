@@ -75,8 +75,8 @@ def test_learned_positions_add_one_trained_row_per_position():
 
 
 def test_an_unknown_kind_of_position_is_refused():
-    with pytest.raises(ValueError, match="'sinusoidal' or 'learned'"):
-        EncoderOnlyModel(VOCAB, positions="rotary")
+    with pytest.raises(ValueError, match="'sinusoidal', 'learned' or 'rotary'"):
+        EncoderOnlyModel(VOCAB, positions="alibi")
 
 
 def test_ids_outside_the_vocabulary_are_refused():

@@ -93,7 +93,7 @@ def test_feed_forward_dropout_acts_in_training_only():
         (
             {"activation": "tanh"},
             ValueError,
-            r"activation must be one of \['gelu', 'gelu_tanh', 'relu'\]",
+            r"activation must be one of \['gelu', 'gelu_tanh', 'relu', 'silu'\]",
         ),
         ({"d_ff": 0}, ValueError, "d_ff must be a positive integer, got 0"),
         ({"dropout": 1.0}, ValueError, r"dropout must be a probability in \[0, 1\)"),
