@@ -17,11 +17,15 @@ import numpy as np
 import pytest
 import torch
 import torch as T
+from test_attention_at_scale_chapter import WRONG_BLOCK_MERGES, WRONG_WINDOWS
 from test_attention_exercises import WRONG_ATTENTION, WRONG_MASKS, WRONG_MERGES, WRONG_SPLITS
 from test_exercises import WRONG_ENCODINGS, WRONG_ROTATIONS
 from test_exercises_foundations import WRONG_CODES, WRONG_LOOKUPS, WRONG_PAIRS
 from test_grading import SEED, document, entry, grade, write
 from test_layer_exercises import WRONG_ENCODER_LAYERS, WRONG_LAYER_NORMS
+from test_modern_decoder_chapter import WRONG_ORDERS
+from test_rmsnorm_chapter import WRONG_RMS_NORMS, WRONG_SWIGLUS
+from test_rotary_chapter import WRONG_ROTATIONS as WRONG_ROTARY
 from test_transformer_at_work_exercises import (
     WRONG_CACHE_STEPS,
     WRONG_GREEDY,
@@ -102,6 +106,12 @@ WRONG = {
     "label-smoothed-loss": WRONG_SMOOTHED_LOSSES,
     "greedy-decoding": WRONG_GREEDY,
     "kv-cache-step": WRONG_CACHE_STEPS,
+    "rope-rotate": list(WRONG_ROTARY),
+    "modern-rotary-row-order": WRONG_ORDERS,
+    "rms-norm": WRONG_RMS_NORMS,
+    "swiglu": WRONG_SWIGLUS,
+    "aas-sliding-window-mask": WRONG_WINDOWS,
+    "aas-merge-softmax-blocks": WRONG_BLOCK_MERGES,
 }
 NOTEBOOK_WAYS = [
     encoding_reading_a_global_tensor,

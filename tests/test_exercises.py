@@ -617,6 +617,7 @@ FLOAT_RESULTS = [
     for e in list_exercises()
     if isinstance(e, CodeExercise)
     and e.id not in ("causal-mask", "w2v-skipgram-pairs", "glance-nearest-codes", "greedy-decoding")
+    and any(dtype.is_floating_point for dtype in e.dtypes)  # integer or boolean results
 ]
 
 

@@ -15,6 +15,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from test_grading import SEED, document, entry, grade, write
+from test_rmsnorm_chapter import RMS_NORM_ROUTES
 
 from course_lib.exercises import evaluate, get_exercise, list_exercises
 from course_lib.exercises._evaluation import run_locally
@@ -177,6 +178,7 @@ ROUTES = [
     ("emb-one-hot-lookup", lookup_by_aten_embedding, "torch.ops.aten.embedding"),
     ("emb-one-hot-lookup", lookup_by_the_module, "torch.nn.functional.embedding"),
     ("encoder-layer", layer_by_torchs_encoder_layer, "TransformerEncoderLayer.forward"),
+    *RMS_NORM_ROUTES,
 ]
 
 

@@ -8,7 +8,9 @@
 - :mod:`course_lib.explorers.building` -- norm order, a token's path through an encoder, a
   decoder position;
 - :mod:`course_lib.explorers.at_work` -- translation, the training recipe, decoding and
-  sampling.
+  sampling;
+- :mod:`course_lib.explorers.beyond` -- rotated query and key pairs, LayerNorm against
+  RMSNorm, sliding windows and key/value caches, a decoder changed into a Llama.
 
 Core ipywidgets only, so that they run in Colab (ipywidgets 7.7) and in Jupyter (8).
 """
