@@ -51,6 +51,9 @@ BYTES_BEFORE = {
     "chapters/training-recipe": 385_316,
     "chapters/transformers-at-a-glance": 378_715,
 }
+# A chapter written after issue 20 counts from the largest chapter page before it (about
+# 386 kB): its text, figures and stored states may likewise add at most 4 MB.
+NEW_PAGE_BEFORE = max(BYTES_BEFORE.values())
 MORE_BYTES_ALLOWED = 4 * 1024 * 1024
 LOAD_BUDGET_MS = 2_000
 
@@ -294,8 +297,9 @@ def test_every_control_of_every_explorer_moves_what_it_shows_to_the_stored_state
 @pytest.mark.parametrize("name", CHAPTER_PAGES)
 def test_a_page_with_its_stored_states_is_at_most_4_mb_larger_than_before(book_html, name):
     size = (book_html / f"{name}.html").stat().st_size
-    assert size - BYTES_BEFORE[name] <= MORE_BYTES_ALLOWED, (
-        f"{name} is {size:,} bytes, {size - BYTES_BEFORE[name]:,} more than before issue 20"
+    before = BYTES_BEFORE.get(name, NEW_PAGE_BEFORE)
+    assert size - before <= MORE_BYTES_ALLOWED, (
+        f"{name} is {size:,} bytes, {size - before:,} more than before issue 20"
     )
 
 
