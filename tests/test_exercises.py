@@ -649,6 +649,26 @@ def test_a_number_written_with_thousands_separators_is_explained():
     )
 
 
+def test_a_separated_number_among_several_is_explained():
+    result = evaluate("swiglu-hidden-size", "2816, 8,650,752", record=False)
+    assert result.checks[0].message == (
+        "expected 2 numbers, got 4; write every number without thousands separators: "
+        "8650752, not 8,650,752"
+    )
+
+
+def test_a_number_grouped_by_spaces_is_explained():
+    result = evaluate("modern-layer-parameters", "2 769 920", record=False)
+    assert result.checks[0].message.endswith(
+        "write every number without thousands separators: 2769920, not 2 769 920"
+    )
+
+
+def test_decimals_with_a_comma_are_still_explained():
+    result = evaluate("pe-worked-example", "0,909, -0,416, 0,020, 1,000", record=False)
+    assert result.checks[0].message.endswith("write decimals with a point (0.5, not 0,5)")
+
+
 def test_a_large_number_is_shown_in_full():
     result = evaluate("mha-parameter-count", "1048576", record=False)
     assert result.checks[1].message.startswith("1048576 is not right")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import inspect
+import math
 import re
 import stat
 from pathlib import Path
@@ -25,8 +26,9 @@ from test_grading import (
     write,
 )
 
-from course_lib.exercises import get_exercise, list_exercises
+from course_lib.exercises import evaluate, get_exercise, list_exercises
 from course_lib.exercises._compare import _number
+from course_lib.exercises._evaluation import judge
 from course_lib.exercises._source import function_source
 from course_lib.grading.feedback import public_labels
 from course_lib.grading.gradebook import Gradebook
@@ -384,3 +386,31 @@ def test_student_ids_differing_only_in_capitals_are_pointed_out(tmp_path):
 
 def test_the_lock_file_is_readable_by_its_owner_only(graded):
     assert stat.S_IMODE((graded.out / ".course-grade.lock").stat().st_mode) == 0o600
+
+
+# ----------------------------------------------------------------------------- known mistakes
+
+SWAPPED = [math.cos(2), math.sin(2), math.cos(0.02), math.sin(0.02)]  # sine and cosine
+IN_DEGREES = [math.sin(math.radians(a)) if j % 2 == 0 else math.cos(math.radians(a))
+              for j, a in enumerate((2, 2, 0.02, 0.02))]  # fmt: skip
+
+
+def test_a_recognised_mistake_is_named_first_in_the_verdict():
+    result = evaluate("pe-worked-example", ", ".join(f"{v:.3f}" for v in SWAPPED), record=False)
+    verdict = judge(list(result.checks))
+    assert verdict.status == "fail"
+    assert "did not pass; known mistake: sine and cosine are swapped" in verdict.message
+
+
+def test_the_class_summary_counts_each_recognised_mistake_apart(tmp_path):
+    inbox, out = tmp_path / "in", tmp_path / "out"
+    inbox.mkdir()
+    for student, value in (("ana", SWAPPED), ("ben", SWAPPED), ("cleo", IN_DEGREES)):
+        answer = entry("pe-worked-example", {"value": value})
+        write(inbox, student, document(student, [answer]))
+    status, printed = grade(inbox, "--out", out, "--seed", SEED, "--quiet")
+    assert status == 0, printed
+    rows = {r["exercise_id"]: r for r in csv.DictReader(open(out / "summary.csv"))}
+    row = rows["pe-worked-example"]
+    assert row["failure_1_count"] == "2" and "sine and cosine are swapped" in row["failure_1"]
+    assert row["failure_2_count"] == "1" and "in degrees" in row["failure_2"]

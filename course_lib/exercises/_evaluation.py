@@ -98,7 +98,9 @@ def judge(checks: list[Check], **extra: Any) -> Verdict:
         return Verdict("ok", message, tuple(checks), **extra)
     kinds = {c.status for c in failed}
     status = "timeout" if "timeout" in kinds else "error" if "error" in kinds else "fail"
-    first = next(c for c in failed if c.status == status)
+    worst = [c for c in failed if c.status == status]
+    # a recognised mistake explains the others: name it first (the instructor's summary too)
+    first = next((c for c in worst if c.name == "known mistake"), worst[0])
     message = f"{len(failed)} of {len(checks)} checks did not pass; {first.name}: {first.message}"
     return Verdict(status, message, tuple(checks), **extra)
 

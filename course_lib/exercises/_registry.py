@@ -492,9 +492,17 @@ class ValueExercise(Exercise):
             return [Check("how many numbers", "fail", str(error))], ""
         if got.numel() != expected.numel():
             message = f"expected {_count(expected.numel())}, got {got.numel()}"
+            text = str(answer)
+            grouped = re.search(r"(?<![\d.])[1-9]\d{0,2}(?:[, ]\d{3})+(?![\d.])", text)
             if isinstance(answer, str) and re.fullmatch(r"\s*\d{1,3}(,\d{3})+\s*", answer):
                 plain = answer.replace(",", "").strip()
                 message += f"; write the number without separators: {plain}"
+            elif grouped and not re.search(r"(?<![\d.])0,\d", text):  # 0,5 is a decimal
+                plain = re.sub(r"[, ]", "", grouped.group())
+                message += (
+                    f"; write every number without thousands separators: {plain}, "
+                    f"not {grouped.group()}"
+                )
             elif isinstance(answer, str) and re.search(r"\d,\d", answer):
                 message += "; write decimals with a point (0.5, not 0,5)"
             return [Check("how many numbers", "fail", message)], ""

@@ -277,13 +277,16 @@ def result_rows(book: Gradebook) -> list[list[object]]:
 def failure(row: Any) -> str:
     """What went wrong with a counted answer, numbers replaced by ``#`` so that the same
     mistake reads the same for every student: the first failed check's message, or the
-    grader's message when no check ran."""
+    grader's message when no check ran. A recognised mistake (the check "known mistake" of a
+    value exercise) comes first: it names the misconception the other checks only show."""
     message = row["message"] or ""
     try:
         checks = json.loads(row["checks"] or "[]")
     except ValueError:
         checks = []
-    first = next((c for c in checks if c.get("status") == row["status"]), None)
+    failed = [c for c in checks if c.get("status") == row["status"]]
+    known = [c for c in failed if c.get("name") == "known mistake"]
+    first = (known or failed or [None])[0]
     if first is not None:
         message = str(first.get("message", ""))
     return f"{row['status']}: {NUMBER.sub('#', message)}"
