@@ -168,7 +168,7 @@ def test_the_sliding_window_check_refuses_the_librarys_mask():
 @pytest.mark.parametrize(
     ("answer", "message"),
     [
-        ("65536", "a key *and* a value"),
+        ("65536", "a key as well as a value"),
         ("4096", "one layer's cache"),
         ("524288", "counts the 32 query heads"),
         ("262144", "float32"),
@@ -228,7 +228,7 @@ def test_the_sliding_window_readout_states_the_span_and_the_dense_cost():
     assert "depends on tokens 6 to 15: <b>10</b> tokens" in text
     assert "still computes all 256" in text
     near_start = SlidingWindowExplorer(window=4, layers=3, query=5, book=False)
-    assert "all 6 tokens up to it" in near_start.parts["readout"].value
+    assert "<b>6</b> tokens, every token up to it" in near_start.parts["readout"].value
 
 
 def test_the_sliding_window_field_fills_one_box_per_token_seen_and_layer():

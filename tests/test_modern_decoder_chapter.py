@@ -60,11 +60,11 @@ def test_a_wrong_layer_count_fails_with_its_explanation(answer, message):
 @pytest.mark.parametrize(
     ("answer", "message"),
     [
-        ("10922", "before the multiplier"),
-        ("14198", "rounded up"),
-        ("13312", "rounds down"),
-        ("16384", "two thirds"),
-        ("11264", "without the multiplier"),
+        ("43690", "before the multiplier"),
+        ("52428", "rounded up"),
+        ("49152", "rounds down"),
+        ("65536", "two thirds"),
+        ("45056", "without the multiplier"),
     ],
 )
 def test_a_wrong_hidden_size_fails_with_its_explanation(answer, message):

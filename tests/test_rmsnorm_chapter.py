@@ -213,7 +213,7 @@ def test_a_sigmoid_gate_fails_on_the_identity_case_computed_by_hand():
     "answer, feedback",
     [
         ("4096, 12582912", "that is the ReLU network's"),
-        ("2560, 7864320", "rounded *down*"),
+        ("2560, 7864320", "rounded down"),
         ("2730, 8386560", "before the rounding"),
         ("2816, 5767168", "the count has two matrices"),
     ],

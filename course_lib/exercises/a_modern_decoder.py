@@ -24,7 +24,15 @@ LAYER = {"d_model": 512, "num_heads": 8, "num_kv_heads": 2, "d_ff": 1376}
 
 
 def _layer_count() -> int:
-    layer = EncoderLayer(
+    """The parameters of the real layer, built on the meta device: no memory, and no draw
+    from the global random generator."""
+    with torch.device("meta"):
+        layer = _layer()
+    return sum(p.numel() for p in layer.parameters())
+
+
+def _layer() -> EncoderLayer:
+    return EncoderLayer(
         LAYER["d_model"],
         LAYER["num_heads"],
         LAYER["d_ff"],
@@ -35,7 +43,6 @@ def _layer_count() -> int:
         num_kv_heads=LAYER["num_kv_heads"],
         bias=False,
     )
-    return sum(p.numel() for p in layer.parameters())
 
 
 def _count(value: int) -> torch.Tensor:
@@ -98,55 +105,56 @@ LAYER_PARAMETERS = register(
 )
 
 
-def _llama3_hidden() -> torch.Tensor:
-    return _count(swiglu_hidden_size(4096, multiple_of=1024, ffn_dim_multiplier=1.3))
+def _llama_405b_hidden() -> torch.Tensor:
+    return _count(swiglu_hidden_size(16384, multiple_of=4096, ffn_dim_multiplier=1.2))
 
 
 HIDDEN_SIZE = register(
     ValueExercise(
         id="modern-hidden-size",
         chapter=CHAPTER,
-        title="Llama 3's feed-forward size",
+        title="Llama 3.1 405B's feed-forward size",
         points=2,
         question=(
             "Meta's Llama code sizes the SwiGLU network from $d_{model}$: it takes "
             "$\\lfloor 2 \\cdot 4 d_{model} / 3 \\rfloor$, multiplies it by "
-            "`ffn_dim_multiplier` and keeps the whole part, then rounds *up* to a multiple of "
-            "`multiple_of`. Llama-3-8B has $d_{model} = 4096$, `ffn_dim_multiplier` = 1.3 and "
-            "`multiple_of` = 1024. What is its hidden size $d_{ff}$?"
+            "`ffn_dim_multiplier` and keeps the whole part, then rounds up (never down) to a "
+            "multiple of `multiple_of`. The largest Llama 3.1, 405B, has $d_{model} = 16384$, "
+            "`ffn_dim_multiplier` = 1.2 and `multiple_of` = 4096. What is its hidden size "
+            "$d_{ff}$? (One number, without separators.)"
         ),
-        expected=_llama3_hidden,
+        expected=_llama_405b_hidden,
         atol=0.5,
         entry_names=("d_ff",),
         mistakes=(
             Mistake(
-                lambda: _count(10922),
-                "that is $\\lfloor 2 \\cdot 4 \\cdot 4096 / 3 \\rfloor$ before the multiplier "
+                lambda: _count(43690),
+                "that is $\\lfloor 2 \\cdot 4 \\cdot 16384 / 3 \\rfloor$ before the multiplier "
                 "and the rounding",
             ),
             Mistake(
-                lambda: _count(14198),
+                lambda: _count(52428),
                 "the multiplier is applied, but the result must still be rounded up to a "
-                "multiple of 1024",
+                "multiple of 4096",
             ),
             Mistake(
-                lambda: _count(13312),
-                "that rounds down; the code rounds up, to the next multiple of 1024",
+                lambda: _count(49152),
+                "that rounds down; the code rounds up, to the next multiple of 4096",
             ),
             Mistake(
-                lambda: _count(16384),
+                lambda: _count(65536),
                 "$4 d_{model}$ is the hidden size of a two-matrix network; SwiGLU starts from "
                 "two thirds of it, so that its three matrices hold about as many weights",
             ),
             Mistake(
-                lambda: _count(11264),
+                lambda: _count(45056),
                 "that rounds $\\lfloor 2 \\cdot 4 d_{model} / 3 \\rfloor$ up without the "
-                "multiplier 1.3",
+                "multiplier 1.2",
             ),
         ),
         hints=(
-            "$2 \\cdot 4 \\cdot 4096 / 3 = 10922.67$; keep 10922.",
-            "$1.3 \\cdot 10922 = 14198.6$; keep 14198, then go up to the next multiple of 1024.",
+            "$2 \\cdot 4 \\cdot 16384 / 3 = 43690.67$; keep 43690.",
+            "$1.2 \\cdot 43690 = 52428$; then go up to the next multiple of 4096.",
         ),
     )
 )

@@ -181,8 +181,9 @@ KV_CACHE_BYTES = register(
         mistakes=(
             Mistake(
                 lambda: _bytes(32, 8, 128, 2, tensors=1),
-                "half the answer: every layer caches a key *and* a value for each token (or, "
-                "if you counted both, you counted numbers, not bytes: bfloat16 takes 2 bytes)",
+                "half the answer: every layer caches a key as well as a value for each token "
+                "(or, if you counted both, you counted numbers, not bytes: bfloat16 takes 2 "
+                "bytes)",
             ),
             Mistake(
                 lambda: _bytes(1, 8, 128, 2),

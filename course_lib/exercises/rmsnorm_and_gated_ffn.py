@@ -79,7 +79,7 @@ RMS_NORM = register(
             "last axis, its $d_{model}$ features (`keepdim=True` keeps the shape "
             "broadcastable).",
             "Nothing is subtracted: RMSNorm divides $x$ by "
-            "$\\sqrt{\\frac{1}{d}\\sum_j x_j^2 + \\epsilon}$, with $\\epsilon$ *inside* the "
+            "$\\sqrt{\\frac{1}{d}\\sum_j x_j^2 + \\epsilon}$, with $\\epsilon$ inside the "
             "root, and multiplies by the gain.",
             "`x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight`.",
         ),
@@ -189,8 +189,8 @@ HIDDEN_SIZE = register(
             ),
             Mistake(
                 lambda: _sizes(2560),
-                "$\\lfloor 8 \\cdot 1024 / 3 \\rfloor = 2730$ was rounded *down* to 2560; "
-                "Llama's code rounds *up* to the next multiple of 256",
+                "$\\lfloor 8 \\cdot 1024 / 3 \\rfloor = 2730$ was rounded down to 2560; "
+                "Llama's code rounds up to the next multiple of 256",
             ),
             Mistake(
                 lambda: _sizes(2730),
@@ -246,8 +246,8 @@ SHIFTED_INPUT = register(
             Option(
                 "c",
                 "RMSNorm's output does not change; LayerNorm's does.",
-                "The other way round: RMSNorm is invariant to *scaling* the input (both are), "
-                "but only LayerNorm is invariant to *shifting* it, since only it subtracts the "
+                "The other way round: RMSNorm is invariant to scaling the input (both are), "
+                "but only LayerNorm is invariant to shifting it, since only it subtracts the "
                 "mean.",
             ),
             Option(

@@ -142,15 +142,16 @@ class RotaryPairsExplorer(Explorer):
         """The offset, the angles between the query's and the key's pairs, and both scores."""
         rotary, added = self.scores(m, n, base)
         omega = angular_frequencies(self.d, base)
-        angles = ", ".join(f"{(m - n) * float(w):.3g}" for w in omega)
-        return (
-            f"offset <b>m &minus; n = {m - n}</b>; each pair of the query is turned by "
-            f"(m &minus; n)&middot;&omega;<sub>i</sub> = {angles} radians more than the "
-            f"key's<br>rotary score (q R<sub>m</sub>)&middot;(k R<sub>n</sub>) = "
+        angles = ", ".join(f"{(m - n) * float(w):.3g}".replace("-", "&minus;") for w in omega)
+        offset = f"{m - n}".replace("-", "&minus;")
+        return (  # a minus sign, not a hyphen, before the negative scores
+            f"offset <b>m &minus; n = {offset}</b>: pair i of the query is turned "
+            f"(m &minus; n)&middot;&omega;<sub>i</sub> = {angles} radians further than pair i "
+            f"of the key<br>rotary score (q R<sub>m</sub>)&middot;(k R<sub>n</sub>) = "
             f"<b>{rotary:+.4f}</b> &nbsp; (the same for every m, n with this offset)<br>"
             f"sinusoidal encodings added, (q + PE<sub>m</sub>)&middot;(k + PE<sub>n</sub>) = "
             f"<b>{added:+.4f}</b> &nbsp; (changes when m and n move together)"
-        )
+        ).replace("<b>-", "<b>&minus;")
 
     def draw(self, m: int, n: int, base: float) -> Figure:
         """One panel per pair: the query's and the key's pair, before and after turning."""
@@ -160,7 +161,7 @@ class RotaryPairsExplorer(Explorer):
         columns = min(pairs, 4)
         rows = -(-pairs // columns)
         fig, axes = plt.subplots(rows, columns, figsize=(7.2, 2.3 * rows), squeeze=False)
-        reach = 1.3 * float(
+        reach = 1.45 * float(  # room for the labels past the longest arrow
             torch.stack((self.query, self.key)).view(2, pairs, 2).norm(dim=-1).max()
         )
         for i, ax in enumerate(axes.flat):
@@ -178,7 +179,7 @@ class RotaryPairsExplorer(Explorer):
                 x, y = turned[2 * i : 2 * i + 2].tolist()
                 arrow = {"arrowstyle": "-|>", "color": colour, "linewidth": 2}
                 ax.annotate("", (x, y), (0, 0), arrowprops=arrow)
-                grow = 1 + 0.22 * reach / max(radius, 1e-9)  # the label just past the tip
+                grow = 1 + 0.16 * reach / max(radius, 1e-9)  # the label just past the tip
                 ax.text(x * grow, y * grow, name, color=colour, fontsize=10,
                         ha="center", va="center")  # fmt: skip
             ax.set_xlim(-reach, reach)
@@ -396,8 +397,8 @@ class SlidingWindowExplorer(Explorer):
             )
         return (
             f"<div>Inputs 0 to {SWA_LENGTH - 1}, left to right; filled: the tokens the output "
-            f"of position {query} depends on after each layer (its own box is the darkest)."
-            f"</div>{''.join(rows)}"
+            f"of position {query} depends on after each layer (its own box is filled in the "
+            f"colour of the text).</div>{''.join(rows)}"
         )
 
     @staticmethod
@@ -412,15 +413,18 @@ class SlidingWindowExplorer(Explorer):
         first, count = int(seen[0]), len(seen)
         reach = layers * (window - 1) + 1
         allowed = int(receptive_fields(SWA_LENGTH, window, 1)[0].sum())
-        limit = (
-            f"the formula's {reach}"
-            if reach <= query + 1
-            else f"all {query + 1} tokens up to it (the formula's {reach} runs past the start)"
-        )
+        formula = f"$k(w-1)+1 = {layers} \\cdot {window - 1} + 1 = {reach}$"
+        if reach <= query + 1:
+            limit = f"as {formula} says"
+        elif query == 0:
+            limit = "the first token has none before it"
+        else:
+            limit = f"every token up to it, since {formula} reaches past the start"
+        span = f"tokens {first} to {query}" if count > 1 else f"token {query} only"
         return (
             f"After {layers} layer{'s' if layers > 1 else ''} with $w = {window}$, position "
-            f"{query} depends on tokens {first} to {query}: <b>{count}</b> tokens, {limit}, "
-            f"as $k(w-1)+1 = {layers} \\cdot {window - 1} + 1$ says.<br>"
+            f"{query} depends on {span}: <b>{count}</b> token{'s' if count > 1 else ''}, "
+            f"{limit}.<br>"
             f"One layer's mask allows {allowed} of the {SWA_LENGTH}&times;{SWA_LENGTH} = "
             f"{SWA_LENGTH**2} scores; a dense masked implementation still computes all "
             f"{SWA_LENGTH**2}, a banded kernel about $L w$ = {SWA_LENGTH * window}."
@@ -472,14 +476,16 @@ class KVCacheExplorer(Explorer):
         per_token = cache_bytes_per_token(
             shape["num_layers"], kv_heads, shape["d_head"], getattr(torch, dtype)
         )
+        size = getattr(torch, dtype).itemsize
         formula = (
-            f"2 &times; {shape['num_layers']} layers &times; {kv_heads} heads &times; "
-            f"{shape['d_head']} &times; {getattr(torch, dtype).itemsize} bytes"
+            f"2 &times; {shape['num_layers']} layers &times; {kv_heads} "
+            f"head{'s' if kv_heads > 1 else ''} &times; {shape['d_head']} numbers &times; "
+            f"{size} byte{'s' if size > 1 else ''}"
         )
         rows = [
             ("per token", f"{per_token / 2**10:,.0f} KiB", formula),
             ("one sequence", f"{per_token * context / 2**30:,.2f} GiB", f"&times; {context:,}"),
-            ("8 sequences", f"{8 * per_token * context / 2**30:,.1f} GiB", "&times; 8"),
+            ("a batch of 8", f"{8 * per_token * context / 2**30:,.1f} GiB", "&times; 8 sequences"),
         ]
         right = "style='text-align: right'"
         body = "".join(
@@ -645,7 +651,8 @@ class ModernDecoderExplorer(Explorer):
         d_ff = settings["d_ff"]
         network = f"{'SwiGLU' if swiglu else 'ReLU'}, d<sub>ff</sub> = {d_ff:,}"
         return (
-            f"<b>{settings['num_kv_heads']}</b> key/value head(s) for "
+            f"<b>{settings['num_kv_heads']}</b> key/value "
+            f"head{'s' if settings['num_kv_heads'] > 1 else ''} for "
             f"{settings['num_heads']} query heads; {network}<br>"
             f"<table style='{TABLE_STYLE}'>{head}{rows}</table>"
             f"key/value cache (16-bit numbers): <b>{chosen['cache']:,} bytes per token</b> "

@@ -16,7 +16,7 @@ _LAYER = 2 * 512 * 512 + 2 * 512 * 128 + 3 * 512 * 1376 + 2 * 512
 
 SOLUTIONS = {
     "modern-layer-parameters": str(_LAYER),
-    "modern-hidden-size": "14336",
+    "modern-hidden-size": "53248",
     "modern-position-table": "b",
     "modern-rotary-row-order": row_order,
 }
