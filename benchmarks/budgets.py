@@ -15,7 +15,7 @@ shows how much other load on the machine disturbed it):
 - the book build from the stored outputs (`jupyter-book build --all`, warnings as errors) into a
   fresh folder. Budget: 60 s;
 - the full test command, `python3 tasks.py test`, with the environment already set up.
-  Budget: 15 minutes.
+  Budget: 20 minutes.
 
 Wall-clock seconds on this machine: measure on a quiet machine for numbers to record. Exits with
 status 1 if a best run is over its budget or the test command failed. Nothing here is a unit
@@ -47,7 +47,7 @@ PART_BUDGETS = {
 }
 BOOK_EXECUTION_BUDGET = 300.0  # 240 s for the 13 chapters before issue 21
 BUILD_BUDGET = 60.0
-TEST_BUDGET = 15 * 60.0
+TEST_BUDGET = 20 * 60.0
 
 
 def chapter_budgets() -> dict[str, float]:
