@@ -77,12 +77,7 @@ class FeedForward(nn.Module):
         bias: bool = True,
     ) -> None:
         super().__init__()
-        self.d_model = positive_int("d_model", d_model)
-        self.d_ff = positive_int("d_ff", d_ff)
-        if activation not in ACTIVATIONS:
-            known = sorted(ACTIVATIONS)
-            raise ValueError(f"activation must be one of {known}, got {activation!r}")
-        self.activation = activation
+        self.d_model, self.d_ff, self.activation = _settings(d_model, d_ff, activation)
         self.w_1 = nn.Linear(self.d_model, self.d_ff, bias=bias)
         self.w_2 = nn.Linear(self.d_ff, self.d_model, bias=bias)
         self.dropout = nn.Dropout(probability("dropout", dropout))
@@ -128,12 +123,7 @@ class GatedFeedForward(nn.Module):
         bias: bool = False,
     ) -> None:
         super().__init__()
-        self.d_model = positive_int("d_model", d_model)
-        self.d_ff = positive_int("d_ff", d_ff)
-        if activation not in ACTIVATIONS:
-            known = sorted(ACTIVATIONS)
-            raise ValueError(f"activation must be one of {known}, got {activation!r}")
-        self.activation = activation
+        self.d_model, self.d_ff, self.activation = _settings(d_model, d_ff, activation)
         self.w_1 = nn.Linear(self.d_model, self.d_ff, bias=bias)  # the gate
         self.w_3 = nn.Linear(self.d_model, self.d_ff, bias=bias)  # what the gate lets through
         self.w_2 = nn.Linear(self.d_ff, self.d_model, bias=bias)  # back to d_model
@@ -147,6 +137,15 @@ class GatedFeedForward(nn.Module):
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, d_ff={self.d_ff}, activation={self.activation!r}"
+
+
+def _settings(d_model: int, d_ff: int, activation: str) -> tuple[int, int, str]:
+    """The checked ``d_model``, ``d_ff`` and activation name of either network."""
+    d_model, d_ff = positive_int("d_model", d_model), positive_int("d_ff", d_ff)
+    if activation not in ACTIVATIONS:
+        known = sorted(ACTIVATIONS)
+        raise ValueError(f"activation must be one of {known}, got {activation!r}")
+    return d_model, d_ff, activation
 
 
 def _check_input(network: FeedForward | GatedFeedForward, x: Tensor) -> None:
