@@ -428,8 +428,10 @@ def test_input_in_student_code_is_an_error_not_the_stub():
     assert result.checks[1].status == "error"
 
 
-def test_student_code_that_forks_is_checked_once_and_leaves_no_process_behind():
-    assert evaluate("positional-encoding", forks).passed
+def test_student_code_that_forks_is_refused_with_a_message():
+    result = evaluate("positional-encoding", forks)
+    assert not result.passed
+    assert "checks and grading do not allow starting a process (os.fork)" in str(result)
 
 
 def test_a_tensor_that_cannot_be_read_is_reported():

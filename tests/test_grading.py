@@ -379,7 +379,7 @@ def test_calling_course_libs_reference_scores_zero_with_a_message(batch, student
         ("sleeps", "timeout", "stopped after 2 s"),
         ("loops-when-defined", "timeout", "while the source was defined"),
         ("allocates", "error", "MemoryError (checks and grading let the code use about 1024 MB"),
-        ("forks", "error", "BlockingIOError"),
+        ("forks", "error", "checks and grading do not allow starting a process (os.fork)"),
         ("writes-big-file", "error", "File too large"),
         ("floods-stdout", "error", "File too large"),
         ("exits", "error", "SystemExit: 3"),
@@ -436,8 +436,9 @@ def test_code_runs_in_a_fresh_empty_folder_with_a_minimal_environment(batch):
     assert "home: []" in batch.result("reads-and-deletes")["output"]
 
 
-def test_no_process_of_the_sandbox_survives_the_batch(batch):
-    assert batch.result("leaves-a-process")["status"] == "ok"
+def test_an_answer_cannot_leave_a_process_and_none_of_the_sandbox_survives_the_batch(batch):
+    row = batch.result("leaves-a-process")
+    assert row["status"] == "error" and "starting a process (os.fork)" in row["message"]
     assert sandbox_processes() == []
 
 
@@ -872,7 +873,7 @@ def test_without_a_sandbox_code_still_runs_under_the_same_limits(tmp_path):
     assert status == 0, printed
     assert "warning: --sandbox none" in printed
     assert read_csv(out / "grades.csv")["ana"]["total"] == "11"
-    assert "BlockingIOError" in results(out)[("ben", "positional-encoding")]["message"]
+    assert "starting a process (os.fork)" in results(out)[("ben", "positional-encoding")]["message"]
 
 
 # ----------------------------------------------------------------------------- round trip

@@ -142,7 +142,9 @@ def test_a_flagged_files_answers_count_where_no_other_file_answers(tmp_path):
     assert "pe-worked-example: only the flagged file of 2999-01-01" in row["notes"]
 
 
-def test_a_newer_file_far_from_the_students_other_files_does_not_win(tmp_path):
+def test_a_newer_file_wins_however_far_it_is_from_the_students_other_files(tmp_path):
+    # Issue 28: a file's time is never judged against the others' (a rule that did so let two
+    # forged files dated 2000 make a genuine newer file lose); only a future time is flagged.
     inbox = tmp_path / "in"
     inbox.mkdir()
     write(inbox, "ana", document("ana", [RIGHT["pe-doubled-index-bug"]], "2025-01-01T10:00:00Z"))
@@ -150,8 +152,8 @@ def test_a_newer_file_far_from_the_students_other_files_does_not_win(tmp_path):
     write(inbox, "ana", document("ana", [WRONG_CHOICE], "2026-11-20T10:00:00Z"), "3")
     out = tmp_path / "out"
     row = run(inbox, out)["ana"]
-    assert row["pe-doubled-index-bug"] == "2"
-    assert "its time is far from the student's other files" in row["notes"]
+    assert (row["pe-doubled-index-bug"], row["pe-worked-example"]) == ("0", "2")
+    assert "flagged" not in row["notes"]
 
 
 def test_two_files_far_apart_are_not_flagged(tmp_path):

@@ -35,7 +35,7 @@ from typing import Any
 
 import torch
 
-from course_lib.exercises import _runner
+from course_lib.exercises import _engine, _runner
 from course_lib.exercises._compare import compare_results
 from course_lib.exercises._registry import Case, Check, CodeExercise
 
@@ -61,6 +61,7 @@ COURSE_LIB_USED = (
 )
 COURSE_LIB_ERROR = re.compile(r"No module named '?course_lib")
 MAX_STORED_OUTPUT = 10_000
+MAX_REPORTED = 2_000  # characters of an error text reported by the code's process
 CHECK_STATUS = {"fail": "fail", "invalid": "fail", "error": "error", "timeout": "timeout"}
 # Checks about the answer as a whole, not about one input: their messages quote no input.
 WHOLE_ANSWER_CHECKS = ("signature", "source", "definition", "run", "result")
@@ -174,23 +175,69 @@ def blocked_functions(exercise: CodeExercise) -> list[list[str]]:
 
 @dataclass
 class Prepared:
-    """The inputs of a code exercise for one seed, their expected results and their calls."""
+    """The inputs of a code exercise for one seed, their expected results and their calls.
+
+    A call on an input that the student's own check does not run (one drawn from a grading
+    seed) is marked ``"alone"``: it runs in a process of its own, which holds no other
+    case's inputs; the public cases share one process."""
 
     cases: list[Case]
     expected: list[Any]
     calls: list[dict[str, Any]]
 
 
+def _same_arguments(a: object, b: object) -> bool:
+    """Whether two arguments of a case are equal (tensors entry by entry)."""
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return (
+            isinstance(a, torch.Tensor)
+            and isinstance(b, torch.Tensor)
+            and a.shape == b.shape
+            and a.dtype == b.dtype
+            and bool(torch.equal(a, b))
+        )
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        pairs = zip(a, b, strict=False)
+        return len(a) == len(b) and all(_same_arguments(x, y) for x, y in pairs)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_arguments(a[k], b[k]) for k in a)
+    if type(a) is not type(b):
+        return False
+    if hasattr(a, "__dict__") and type(a).__eq__ is object.__eq__:  # e.g. a scorer: its data
+        return _same_arguments(vars(a), vars(b))
+    try:
+        return bool(a == b)
+    except Exception:  # an object without a meaningful ==: not known to be the same
+        return False
+
+
+def public_cases(exercise: CodeExercise, cases: list[Case]) -> list[bool]:
+    """For each case, whether the student's own check runs it too (same label, same
+    arguments, with the exercise's public seed)."""
+    public = {case.label: case for case in exercise.cases(exercise.seed)}
+    shown = []
+    for case in cases:
+        seen = public.get(case.label)
+        shown.append(
+            seen is not None
+            and _same_arguments(seen.args, case.args)
+            and _same_arguments(seen.kwargs, case.kwargs)
+        )
+    return shown
+
+
 def prepare(exercise: CodeExercise, seed: int) -> Prepared:
     """The cases of ``exercise`` drawn with ``seed``, the reference's results, the calls."""
     cases = list(exercise.cases(seed))
     expected = [exercise.reference(*c.args, **c.kwargs) for c in cases]
+    public = public_cases(exercise, cases) if seed != exercise.seed else [True] * len(cases)
     calls = [
         {
             "args": [_runner.encode_argument(a) for a in c.args],
             "kwargs": {k: _runner.encode_argument(v) for k, v in c.kwargs.items()},
+            "alone": not shown,
         }
-        for c in cases
+        for c, shown in zip(cases, public, strict=True)
     ]
     return Prepared(cases, expected, calls)
 
@@ -234,6 +281,15 @@ def interpret(
         return _single("error", "result", f"the code's results could not be read ({error})")
 
 
+def _reported(text: object) -> str:
+    """A text the code's process reported (an error), cut to ``MAX_REPORTED`` characters:
+    that process is the code's, so the text may be anything."""
+    text = str(text)
+    if len(text) > MAX_REPORTED:
+        return f"{text[:MAX_REPORTED]}... ({len(text) - MAX_REPORTED} more characters)"
+    return text
+
+
 def _output(outcome: dict[str, Any], messages: list[dict[str, Any]]) -> str:
     output = str(outcome.get("output", ""))[:MAX_STORED_OUTPUT]
     dropped = next((m.get("dropped") for m in messages if m.get("event") == "done"), 0)
@@ -274,11 +330,11 @@ def _interpret(
     stopped = _stop_message(outcome, limit, submission_limit)
     if load is None:
         if failed is not None:
-            message = f"the code could not be run ({failed.get('error')})"
+            message = f"the code could not be run ({_reported(failed.get('error'))})"
             return _single("error", "definition", message, **extra)
         kind = "timeout" if status == "timeout" else "error"
         return _single(kind, "definition", f"{stopped} while the source was defined", **extra)
-    error = str(load.get("error", ""))
+    error = _reported(load.get("error", ""))
     if load.get("status") == "missing":
         return _single("invalid", "definition", error, **extra)
     if load.get("status") == "signature":
@@ -294,10 +350,11 @@ def _interpret(
         if m.get("event") == "call" and isinstance(m.get("index"), int)
     }
     checks = [Check("signature", "pass", f"accepts ({', '.join(exercise.parameters)})")]
+    stopped_at = outcome.get("stopped_at", len(calls))  # the case that was running
     for index, case in enumerate(prepared.cases):
         call = calls.get(index)
         if call is None:
-            if index == len(calls):
+            if index == stopped_at:
                 kind = "timeout" if status == "timeout" else "error"
                 checks.append(Check(case.label, kind, stopped))
             else:
@@ -339,7 +396,7 @@ def _case_check(exercise: CodeExercise, case: Case, expected: Any, call: dict[st
     if status == "not implemented":
         return Check(case.label, "error", "raises NotImplementedError (the exercise's stub)")
     if status != "returned":
-        return Check(case.label, "error", str(call.get("error", "raised an error")))
+        return Check(case.label, "error", _reported(call.get("error", "raised an error")))
     value = call.get("value")
     if not isinstance(value, dict):
         return Check(case.label, "error", "the returned value could not be read")
@@ -424,7 +481,7 @@ def run_locally(
     task = make_task(exercise, answer, prepared, timeout)
     deadline = time.monotonic() + timeout
     if can_fork():
-        outcome = _runner.run_task(task, deadline, _runner.local_config())
+        outcome = _engine.run_locally(task, deadline)
     else:
         outcome = _runner.run_task_in_thread(task, deadline)
     return interpret(exercise, prepared, outcome, timeout)

@@ -1,35 +1,40 @@
-"""How an answer to a code exercise runs: one sandbox for the student's check and the grader.
+"""How an answer to a code exercise runs: one process per case, for the student's check and
+the grader alike.
 
 An answer is run from what a submission carries: the source of the student's function (with
-the imports, constants and helpers it uses), defined in a fresh namespace, called on each
-input of the exercise in turn. The same code does this in the notebook, when a student runs
-``check``, and in the grader's workers, inside bubblewrap: so an answer gets the same verdict
-in both places.
+the imports, constants and helpers it uses), defined in a fresh namespace, called on the
+inputs of the exercise. The same code does this in the notebook, when a student runs
+``check``, and in grading, inside bubblewrap: so an answer gets the same verdict in both.
 
-This file uses only the standard library and torch, and never imports ``course_lib``: the
-grading worker (:mod:`course_lib.grading._worker`) runs it as a plain module beside itself,
-inside a sandbox where ``course_lib`` does not exist.
+This file uses only the standard library and torch, and never imports ``course_lib``: in
+grading it runs as a script inside a sandbox where ``course_lib`` does not exist, with its two
+companions beside it (:mod:`~course_lib.exercises._confine`, what a case may not do, and
+:mod:`~course_lib.exercises._refuse`, the computations an exercise forbids).
 
-A *task* is a dict: the ``source``, the ``function``'s name, its ``parameters``, the encoded
-arguments of every call (``calls``), a time limit (``timeout``), resource ``limits`` and what
-the answer may not call (``blocked``: Python functions, ``blocked_ops``: PyTorch operators).
-:func:`run_task` forks a child for it, which
+**One answer, one clean process.** The script is a *fork server* (:func:`serve`): a process
+that imports torch once and then, for each *case* (one call of the answer on one input), forks
+a process that runs it and dies. The fork server never reads an answer, its inputs or its
+results: a request carries only a time limit and three file descriptors, opened by the
+trusted side (:mod:`course_lib.exercises._engine`), which it passes on unread: the task (the
+source and that one case's inputs), a pipe for the results, a file for printed output. So
+every case process is a copy of a process that has seen no student's code or data, holds no
+expected value and no other case's inputs, and shares nothing with the cases before it. The
+case process (:func:`_case_child`)
 
-1. makes itself a child subreaper (Linux), so that every process the answer starts, even one
-   that leaves its session, stays below it and is ended with it;
-2. limits itself (memory, CPU time, processes, file size, open files), moves into a fresh
-   empty folder, and sends what is written to its standard output and error, by ``print`` or
-   straight to the file descriptors, to a file of limited size;
-3. refuses ``course_lib`` and every route to the computations the exercise forbids: blocked
-   Python functions get a body that raises, blocked operators a kernel that raises in
-   PyTorch's dispatcher, which every Python alias and ``torch.ops`` call goes through;
-4. defines the source and calls the function on each input, sending back each result as JSON
-   of numbers (never a pickle).
+1. limits itself (memory, CPU time, threads, file size, open files), moves into a fresh
+   empty folder, and sends what is written to its standard output and error, by ``print``
+   or straight to the descriptors, to the output file;
+2. refuses ``course_lib`` and, for good, every route to the computations the exercise
+   forbids (``_refuse.refuse_for_good``: nothing is kept that could undo it);
+3. confines itself (``_confine.confine``): an audit hook and a seccomp filter refuse starting
+   processes, ``gc`` and ``ctypes``, rewriting code and reloading refused modules;
+4. defines the source and calls the function on its one input, sending back the result as
+   JSON of numbers (never a pickle).
 
-The parent collects the messages until the time limit, then kills the child and everything
-it started, and returns the outcome. Arguments cross as JSON too: tensors with their entries,
-plain JSON values, and one kind of model, :class:`TableScorer` (the next-token scorer of the
-decoding exercises), sent as its two tables and rebuilt with torch alone.
+The fork server kills a case process at its time limit and, in grading, cleans up after it
+in a process of its own. Arguments cross as JSON too: tensors with their entries, plain JSON
+values, and one kind of model, :class:`TableScorer` (the next-token scorer of the decoding
+exercises), sent as its two tables and rebuilt with torch alone.
 
 Where the system cannot fork (Windows), :func:`run_task_in_thread` runs the same steps in a
 thread of the calling process, without the limits: it can abandon a call, not stop it.
@@ -48,9 +53,11 @@ import json
 import linecache
 import math
 import os
+import platform
 import select
 import shutil
 import signal
+import socket
 import struct
 import sys
 import tempfile
@@ -66,6 +73,13 @@ try:  # POSIX; imported here, before a grading worker drops to a user that may n
     import resource
 except ImportError:  # Windows: answers run in a thread (run_task_in_thread)
     fcntl = resource = None  # type: ignore[assignment]
+
+if __package__:  # imported as part of course_lib (the grader, a student's notebook)
+    from course_lib.exercises import _confine, _refuse
+else:  # run as a script (the fork server): its two companions were put beside it
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import _confine  # type: ignore[no-redef]
+    import _refuse  # type: ignore[no-redef]
 
 HEADER = struct.Struct(">Q")
 MAX_MESSAGE = 64 * 2**20  # bytes of one message between the grader and a worker
@@ -86,7 +100,11 @@ TENSOR_DTYPES = (
     "uint8",
     "bool",
 )
-PR_SET_CHILD_SUBREAPER = 36
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_NO_NEW_PRIVS = 38
+CONTROL_SIZE = 4096  # bytes of one control message between the grader and a fork server
+ENGINE_FILES = ("_runner.py", "_confine.py", "_refuse.py")  # what a fork server runs
 DEFAULT_LIMITS = {"memory_mb": 1024, "processes": 8, "file_mb": 16}  # per task, everywhere
 OPERATOR_KEYS = (  # dispatch keys whose kernels a blocked operator loses (Meta: shapes only)
     "CompositeImplicitAutograd",
@@ -365,7 +383,8 @@ def describe_error(error: BaseException, limits: dict[str, Any]) -> str:
 
 
 def _send(fd: int, data: dict[str, Any]) -> None:
-    payload = json.dumps(data, separators=(",", ":")).encode("utf-8")
+    """Write one message to ``fd``; a result too large to send becomes an error."""
+    payload = json.dumps(data, separators=(",", ":")).encode("utf-8", "backslashreplace")
     if len(payload) > MAX_CHILD_MESSAGE:
         payload = json.dumps(
             {
@@ -430,33 +449,34 @@ def _prctl(option: int, value: int) -> bool:
         return False
 
 
-def _forget_course_lib() -> None:
-    """Drop ``course_lib`` from this process's imported modules, so that importing it goes
-    through :class:`_NoCourseLib` (in the student's check, the notebook had imported it)."""
-    for name in [n for n in sys.modules if n == "course_lib" or n.startswith("course_lib.")]:
-        del sys.modules[name]
+def _read_task(fd: int) -> dict[str, Any]:
+    """The task the grader wrote to the file ``fd`` for this case (JSON)."""
+    size = os.fstat(fd).st_size
+    if size > MAX_MESSAGE:
+        raise ProtocolError(f"a task of {size} bytes is longer than {MAX_MESSAGE}")
+    data = os.pread(fd, size, 0)
+    task = json.loads(data.decode("utf-8"))
+    if not isinstance(task, dict):
+        raise ProtocolError("the task is not a JSON object")
+    return task
 
 
-def _quiet_displays() -> None:
-    """Drop rich output (``display``, inline figures): the child cannot send it to the
-    notebook, whose connection it has closed."""
-    shell_module = sys.modules.get("IPython")
-    get_ipython = getattr(shell_module, "get_ipython", None)
-    shell = get_ipython() if callable(get_ipython) else None
-    if shell is not None and getattr(shell, "display_pub", None) is not None:
-        shell.display_pub.publish = lambda *args, **kwargs: None
+def _case_child(fds: list[int], config: dict[str, Any], workdir: str) -> None:
+    """Run one case of one answer in this freshly forked process; never returns.
 
-
-def _child(task: dict[str, Any], result_fd: int, output_fd: int, workdir: str) -> None:
-    """Run one task in the forked child; never returns."""
-    me = os.getpid()
+    ``fds`` are the three files the grader passed for it: the task to read, the channel for
+    results (a pipe to the grader) and the file for printed output. The fork server holds
+    nothing of any answer, so neither does this process, but its own task.
+    """
+    task_fd, result_fd, output_fd = fds
     try:
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the fork server gone: so is the case
         os.setpgid(0, 0)
-        _prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans of the answer's processes come here
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a too large file: an error, not death
-        signal.signal(signal.SIGINT, signal.SIG_DFL)  # a notebook's interrupt ends the child
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        task = _read_task(task_fd)
         # Standard input from /dev/null, output to the output file, results on descriptor 3,
-        # nothing else open (the worker's channel to the grader, the notebook's sockets).
+        # nothing else open (the fork server's channel, the task's file).
         high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in (output_fd, result_fd)]
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
@@ -476,24 +496,28 @@ def _child(task: dict[str, Any], result_fd: int, output_fd: int, workdir: str) -
             }
         )
         tempfile.tempdir = workdir
-        _quiet_displays()
-        _forget_course_lib()
-        import torch
-
-        torch.set_num_threads(1)  # no thread pool in the child: nothing to deadlock after fork
         limits = task["limits"]
         _limit_child(limits, max(1, math.ceil(task["timeout"])) + 1)
         captured = _CappedText(1)
         sys.stdout = sys.stderr = captured
         sys.stdin = io.StringIO()
-        undo = _guard(task)  # kept: the blocks last as long as it lives
-        _run_task(task, lambda message: _send(3, message), captured, limits, me)
-        del undo
-    except BaseException as error:  # the parent reports what happened
+        sys.meta_path.insert(0, _NoCourseLib())
+        _refuse.refuse_for_good(task.get("blocked", []), task.get("blocked_ops", []))
+        _confine.confine((*_refuse.FRESH_IMPORTS_REFUSED, "course_lib"))
+        _run_calls(task, lambda message: _send(3, message), captured, limits)
+    except BaseException as error:  # the grader reports what happened
         with contextlib.suppress(BaseException):
-            _send(3, {"event": "failed", "error": f"{type(error).__name__}: {error}"})
+            _send(3, {"event": "failed", "error": f"{type(error).__name__}: {error}"[:2000]})
     finally:
         os._exit(0)
+
+
+def _printed_bytes() -> int | None:
+    """Bytes written so far to the output file (descriptor 1), or ``None``."""
+    try:
+        return os.fstat(1).st_size
+    except OSError:
+        return None
 
 
 class _NoCourseLib(importlib.abc.MetaPathFinder):
@@ -620,15 +644,18 @@ def _block_operators(operators: list[str]) -> Any:
     return library
 
 
-def _run_task(
+def _run_calls(
     task: dict[str, Any],
     send: Callable[[dict[str, Any]], None],
     captured: _CappedText,
     limits: dict[str, Any],
-    me: int,
 ) -> None:
-    """Define the source in a fresh namespace and call the function on every input, sending
-    a message for each step. The caller blocks what the exercise forbids."""
+    """Define the source in a fresh namespace and call the function on the task's inputs,
+    sending a message for each step. The caller has refused what the exercise forbids.
+
+    The calls are numbered ``task["indices"]`` (a process of the engine gets the public
+    calls, or one hidden call, with their numbers; the thread fallback gets them all, from
+    0)."""
     source = task["source"]
     linecache.cache[SOURCE_NAME] = (len(source), None, source.splitlines(True), SOURCE_NAME)
     namespace: dict[str, Any] = {
@@ -638,12 +665,8 @@ def _run_task(
     try:
         exec(compile(source, SOURCE_NAME, "exec"), namespace)
     except BaseException as error:
-        if os.getpid() != me:
-            os._exit(0)
         send({"event": "load", "status": "raised", "error": describe_error(error, limits)})
         return
-    if os.getpid() != me:
-        os._exit(0)
     function = namespace.get(task["function"])
     if not callable(function):
         what = "is not defined" if function is None else "is not a function"
@@ -659,21 +682,18 @@ def _run_task(
         return
     except ValueError:  # no signature (a builtin): let the calls decide
         pass
-    send({"event": "load", "status": "ok"})
-    for index, call in enumerate(task["calls"]):
+    send({"event": "load", "status": "ok", "printed": _printed_bytes()})
+    indices = task.get("indices") or range(len(task["calls"]))
+    for index, call in zip(indices, task["calls"], strict=True):
         args = [decode_argument(a) for a in call["args"]]
         kwargs = {k: decode_argument(v) for k, v in call["kwargs"].items()}
         message: dict[str, Any] = {"event": "call", "index": index}
         try:
             value = function(*args, **kwargs)
         except BaseException as error:  # SystemExit and KeyboardInterrupt too
-            if os.getpid() != me:
-                os._exit(0)
             status = "not implemented" if type(error) is NotImplementedError else "raised"
             message.update(status=status, error=describe_error(error, limits))
         else:
-            if os.getpid() != me:
-                os._exit(0)
             try:
                 message.update(status="returned", value=encode_value(value))
             except Exception as error:  # meta tensors, exotic layouts, failing __len__ ...
@@ -683,8 +703,10 @@ def _run_task(
     send({"event": "done", "dropped": captured.dropped})
 
 
-def _guard(task: dict[str, Any]) -> Callable[[], None]:
-    """Refuse ``course_lib`` and block what the task forbids; return an undo."""
+def _guard_in_thread(task: dict[str, Any]) -> Callable[[], None]:
+    """For :func:`run_task_in_thread` only, where answers run in the caller's own process:
+    refuse ``course_lib`` and block what the task forbids until the returned undo is called.
+    (A case process refuses for good instead, with :func:`_refuse.refuse_for_good`.)"""
     finder = _NoCourseLib()
     sys.meta_path.insert(0, finder)
     restore = _block(task.get("blocked", []))
@@ -816,103 +838,235 @@ def _remove_tree(path: str) -> None:
         shutil.rmtree(path, onerror=allow)
 
 
-def local_config() -> dict[str, Any]:
-    """The ``config`` of :func:`run_task` for a student's check: scratch folders in the
-    system's temporary folder, no PID namespace."""
-    return {"tmp": tempfile.gettempdir(), "pid_namespace": False, "private_tmp": False}
+# --------------------------------------------------------------------------- the fork server
 
 
-def run_task(task: dict[str, Any], deadline: float, config: dict[str, Any]) -> dict[str, Any]:
-    """Fork a child for one task in a fresh folder, collect its messages until ``deadline``
-    (``time.monotonic()``), clean up; return the outcome.
+def send_frame(sock: socket.socket, data: object, fds: list[int] = ()) -> None:
+    """Send one small JSON message (and file descriptors) on a SOCK_SEQPACKET socket."""
+    payload = json.dumps(data, separators=(",", ":")).encode("utf-8")
+    if fds:
+        socket.send_fds(sock, [payload], list(fds))
+    else:
+        sock.sendall(payload)
 
-    The outcome is ``{"status", "messages", "seconds", "output"}`` (and ``"exit"`` when the
-    child died): ``status`` is ``"done"``, ``"timeout"`` or ``"crashed"``; ``messages`` what
-    the child reported (``load``, a ``call`` per input, ``done``, or ``failed``).
 
-    Everything on disk that the task uses is made for it and removed after it (also when the
-    caller is interrupted): a child may delete or lock it without harming later tasks.
-    """
-    scratch = tempfile.mkdtemp(prefix="task-", dir=config["tmp"])
+def receive_frame(sock: socket.socket, max_fds: int = 0) -> tuple[Any, list[int]]:
+    """One message (``None`` at the end of the channel) and the descriptors it carried."""
+    if max_fds:
+        payload, fds, _, _ = socket.recv_fds(sock, CONTROL_SIZE, max_fds)
+    else:
+        payload, fds = sock.recv(CONTROL_SIZE), []
+    if not payload:
+        for fd in fds:
+            os.close(fd)
+        return None, []
     try:
-        workdir = os.path.join(scratch, "work")
-        os.mkdir(workdir, 0o700)
-        output_path = os.path.join(scratch, "output.txt")
-        output_fd = os.open(output_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
-        try:
-            return _run_forked(task, deadline, config, workdir, output_fd)
-        finally:
-            os.close(output_fd)
-    finally:
-        _remove_tree(scratch)
-        if config["private_tmp"]:
-            _clear_folder(config["tmp"], keep=config["tmp_entries"])
+        return json.loads(payload.decode("utf-8")), fds
+    except (UnicodeDecodeError, ValueError) as error:
+        for fd in fds:
+            os.close(fd)
+        raise ProtocolError(f"a control message is not JSON ({error})") from None
 
 
-def _run_forked(
-    task: dict[str, Any], deadline: float, config: dict[str, Any], workdir: str, output_fd: int
-) -> dict[str, Any]:
-    reader, writer = os.pipe()
-    started = time.monotonic()
-    with warnings.catch_warnings():  # Python >= 3.12 warns about forking a threaded process
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
-    if pid == 0:
-        os.close(reader)
-        _child(task, writer, output_fd, workdir)
-    os.close(writer)
-    messages: list[dict[str, Any]] = []
-    status, problem = "crashed", ""
+def _wait_for(pid: int, seconds: float, control: socket.socket) -> tuple[str, int]:
+    """Wait until the case process ``pid`` ends, ``seconds`` pass (``"timeout"``) or the
+    grader says ``kill`` (``"killed"``); return how it ended and its wait status (after
+    killing it, when it had not ended)."""
+    deadline = time.monotonic() + seconds
+    pidfd = None
+    with contextlib.suppress(AttributeError, OSError):
+        pidfd = os.pidfd_open(pid)
+    how = "ended"
     try:
         while True:
-            try:
-                message = read_message(reader, deadline=deadline, limit=MAX_CHILD_MESSAGE)
-            except TimeoutError:
-                status = "timeout"
+            done, wait_status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return how, wait_status
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                how = "timeout"
                 break
-            except ProtocolError as error:
-                problem = "" if "closed" in str(error) else str(error)
-                break
-            if not isinstance(message, dict):
-                problem = "the child sent something that is not a message"
-                break
-            messages.append(message)
-            if message.get("event") in ("done", "failed") or (
-                message.get("event") == "load" and message.get("status") != "ok"
-            ):
-                status = "done"
+            watched = [control] if pidfd is None else [control, pidfd]
+            ready = select.select(watched, [], [], min(remaining, 0.005 if pidfd is None else 1))
+            if control in ready[0]:
+                request, _ = receive_frame(control)
+                how = "killed" if request is not None else "gone"
                 break
     finally:
-        os.close(reader)
-        _kill_strays(pid, config["pid_namespace"])
-        _, wait_status = os.waitpid(pid, 0)
-    outcome = {
-        "status": status,
-        "messages": messages,
+        if pidfd is not None:
+            os.close(pidfd)
+    for kill in (os.killpg, os.kill):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            kill(pid, signal.SIGKILL)
+    _, wait_status = os.waitpid(pid, 0)
+    return how, wait_status
+
+
+def _clean_up(config: dict[str, Any], workdirs: list[str]) -> None:
+    """Remove what the cases of a task left: their processes, their folders and, in a
+    sandbox's private ``/tmp``, everything they added. In grading this runs in a process
+    forked for it, so that the fork server never holds what a case left (file names
+    included); the folders are the fork server's own names."""
+    if not config.get("isolate"):
+        for workdir in workdirs:
+            _remove_tree(workdir)
+        return
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if config.get("pid_namespace"):
+                me, parent = os.getpid(), os.getppid()
+                _kill_until_none(
+                    lambda: [
+                        p
+                        for p, fields in processes().items()
+                        if p not in (1, me, parent) and fields[0] != "Z"
+                    ],
+                    0.01,
+                )
+            for workdir in workdirs:
+                _remove_tree(workdir)
+            if config.get("private_tmp"):
+                _clear_folder(config["tmp"], keep=frozenset(config.get("tmp_entries", ())))
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def _serve_case(
+    control: socket.socket,
+    request: dict[str, Any],
+    fds: list[int],
+    config: dict[str, Any],
+    workdirs: list[str],
+) -> None:
+    """Fork a process for one case in a fresh folder (added to ``workdirs``), wait for it
+    within its seconds, report how it ended. A student's check removes the folder at once;
+    grading cleans up when the grader says the task is over (``{"clean": true}``): the cases
+    of one task are one student's, and a hidden case runs after every public one."""
+    started = time.monotonic()
+    try:
+        seconds = float(request["seconds"])
+        if len(fds) != 3:
+            raise ProtocolError(f"a case needs 3 files, got {len(fds)}")
+        workdir = tempfile.mkdtemp(prefix="case-", dir=config["tmp"])
+        workdirs.append(workdir)
+        os.chmod(workdir, 0o700)
+        with warnings.catch_warnings():  # Python >= 3.12 warns about forking a threaded process
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:
+            control.close()
+            _case_child(fds, config, workdir)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    how, wait_status = _wait_for(pid, seconds, control)
+    if not config.get("isolate"):
+        _clean_up(config, workdirs)
+        workdirs.clear()
+    report = {
+        "ended": how,
+        "exit": _exit_description(wait_status, ""),
         "seconds": round(time.monotonic() - started, 3),
-        "output": _read_output(output_fd),
     }
-    if status == "crashed":
-        outcome["exit"] = _exit_description(wait_status, problem)
-    return outcome
+    if how != "gone":
+        send_frame(control, report)
+
+
+def _drop_privileges(uid: int) -> None:
+    """Become user ``uid`` (group ``uid``, no other groups), for good; then no setuid gains."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    if os.getuid() != uid or os.geteuid() != uid:
+        raise OSError("could not change the user id")
+
+
+def serve(control: socket.socket, config: dict[str, Any]) -> int:
+    """The fork server's life: import torch once, then fork a process for every case the
+    grader asks for, until the channel closes.
+
+    It holds nothing of any answer: a request carries only a time limit and three file
+    descriptors (the task, the result channel, the output file) that it passes on without
+    reading them, and it learns nothing back but how the case process ended. Every case
+    process is thus a copy of a process that has seen no student's code or data.
+
+    ``config``: ``uid`` (drop to it after importing, when the grader runs as root), ``tmp``
+    (where case folders are made), ``isolate`` (clean up in a process of its own),
+    ``pid_namespace`` and ``private_tmp`` (the sandbox's: kill every other process, empty
+    ``/tmp`` after each case).
+    """
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    import numpy  # noqa: F401  (imported once here, not in every case)
+    import torch
+
+    torch.set_num_threads(1)
+    with contextlib.suppress(RuntimeError):
+        torch.set_num_interop_threads(1)
+    torch.zeros(4).sin().sum()  # lazy initialisation happens here, once, not in each case
+    _refuse.preload()
+    if config.get("uid") is not None:
+        _drop_privileges(config["uid"])
+    _prctl(PR_SET_DUMPABLE, 0)  # cases cannot read this process's memory
+    config["tmp_entries"] = sorted(os.listdir(config["tmp"])) if config.get("private_tmp") else []
+    send_frame(
+        control,
+        {
+            "ready": True,
+            "uid": os.getuid(),
+            "torch": torch.__version__,
+            "python": sys.version.split()[0],
+            "seccomp": _confine.seccomp_program(platform.machine()) is not None,
+        },
+    )
+    workdirs: list[str] = []
+    while True:
+        request, fds = receive_frame(control, max_fds=3)
+        if request is None:
+            _clean_up(config, workdirs)
+            return 0
+        if isinstance(request, dict) and "run" in request:
+            _serve_case(control, request["run"], fds, config, workdirs)
+            continue
+        for fd in fds:
+            os.close(fd)
+        if isinstance(request, dict) and request.get("clean"):
+            _clean_up(config, workdirs)
+            workdirs.clear()
+            send_frame(control, {"cleaned": True})
+        # else "kill" after its case ended: nothing to do
+
+
+def main(argv: list[str]) -> int:
+    """``python -I -S _runner.py CONFIG``: the fork server, its channel on descriptor 0."""
+    config = json.loads(argv[1])
+    sys.path[:0] = [path for path in config.get("sys_path", []) if path not in sys.path]
+    control = socket.socket(fileno=os.dup(0))
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(2, 1)  # nothing printed may look like a message
+    return serve(control, config)
 
 
 def run_task_in_thread(task: dict[str, Any], deadline: float) -> dict[str, Any]:
-    """:func:`run_task` where the system cannot fork: the same steps in a daemon thread of
+    """The engine's work where the system cannot fork: the same steps in a daemon thread of
     this process, with the same blocks while it runs, but no resource limits. A call still
     running at ``deadline`` is abandoned (``"abandoned": True``), not stopped."""
     captured = _CappedText(None)
     messages: list[dict[str, Any]] = []
-    me = os.getpid()
 
     def work() -> None:
         try:
-            _run_task(task, messages.append, captured, task["limits"], me)
+            _run_calls(task, messages.append, captured, task["limits"])
         except BaseException as error:
             messages.append({"event": "failed", "error": f"{type(error).__name__}: {error}"})
 
     started = time.monotonic()
-    undo = _guard(task)
+    undo = _guard_in_thread(task)
     try:
         worker = threading.Thread(target=work, daemon=True)
         with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
@@ -957,3 +1111,7 @@ def _clear_folder(folder: str, keep: frozenset[str] = frozenset()) -> None:
         else:
             with contextlib.suppress(OSError):
                 os.unlink(path)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -43,7 +43,7 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 FORMAT = "course-lib-submission"
-STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}$")
+STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}")  # over the whole id: fullmatch
 MAX_SUBMISSION_BYTES = 5 * 2**20
 
 
@@ -74,7 +74,8 @@ def validate_student_id(student_id: object) -> str:
     """Return ``student_id`` if it is safe to use in a file name; else a ``SubmissionError``.
 
     Allowed: 1 to 100 characters, letters, digits and ``. _ @ + -``, starting with a letter or
-    digit (``ana.perez``, ``s1234567``, ``ana@uni.edu``).
+    digit (``ana.perez``, ``s1234567``, ``ana@uni.edu``), and nothing else: the rule holds
+    over the whole text (``"ana.perez\n"`` is refused for its line feed).
     """
     if not isinstance(student_id, str):
         raise SubmissionError(f"student_id must be text, got {type(student_id).__name__}")
@@ -93,7 +94,7 @@ def validate_student_id(student_id: object) -> str:
         )
     if len(student_id) > 100:
         raise SubmissionError(f"student_id is {len(student_id)} characters long; {rules}")
-    if not STUDENT_ID.match(student_id):
+    if not STUDENT_ID.fullmatch(student_id):
         bad = sorted({c for c in student_id if not re.match(r"[A-Za-z0-9._@+-]", c)})
         what = f"the characters {''.join(bad)!r}" if bad else "a character in the wrong place"
         raise SubmissionError(f"student_id {student_id!r} contains {what}; {rules}")
@@ -292,6 +293,13 @@ def parse_submission(content: bytes, name: str = "submission") -> dict[str, Any]
             f"{name}: schema_version {version!r} is not supported "
             f"(this course_lib reads version {SCHEMA_VERSION})"
         )
+    if "student_id" in data:  # a bad id is said in its own words, before the schema's
+        try:
+            validate_student_id(data["student_id"])
+        except SubmissionError as error:
+            raise SubmissionError(
+                f"{name}: does not follow the submission schema at student_id: {error}"
+            ) from None
     problem = _first_error(data)
     if problem:
         raise SubmissionError(f"{name}: does not follow the submission schema {problem}")

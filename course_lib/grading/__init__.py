@@ -14,9 +14,10 @@ Modules, one concept each:
 - :mod:`~course_lib.grading.grader`: grading one submission, statuses and points (a code
   answer is judged by :mod:`course_lib.exercises._evaluation`, as the student's check
   judges it);
-- :mod:`~course_lib.grading.sandbox`: the workers that run students' code, in bubblewrap;
-  ``_worker.py`` is what runs inside, with the answer runner
-  :mod:`course_lib.exercises._runner` beside it;
+- :mod:`~course_lib.grading.sandbox`: the workers that run students' code, in bubblewrap:
+  each is the fork server of :mod:`course_lib.exercises._runner` (with its companions
+  ``_confine.py`` and ``_refuse.py`` beside it), driven through
+  :mod:`course_lib.exercises._engine`, one fresh process per case;
 - :mod:`~course_lib.grading.inprogress`: marks of the answers running, so that a run killed
   by an answer records it on the next run;
 - :mod:`~course_lib.grading.text`: student text made safe to print on a terminal;

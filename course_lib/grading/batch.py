@@ -13,6 +13,10 @@ Rules (the instructors' guide states them for people):
   adding files grades only what they change.
 - **Never loses a result.** Each submission's results are committed as soon as it is graded;
   an interrupted run keeps them and the next run grades the rest.
+- **One student's results that cannot be stored are that student's error.** When saving a
+  submission's results fails, each of its exercises is stored as ``error`` with a message
+  naming the file and the failure, a line naming the file is printed, and grading goes on
+  with the next submission (:func:`grade_pending`'s ``save``).
 - **A grader-killer is not run again.** Before each code answer runs, the gradebook records
   that it is in progress (:mod:`~course_lib.grading.inprogress`); an answer that was running
   when an earlier run was killed is graded ``error`` without running it again.
@@ -21,6 +25,7 @@ Rules (the instructors' guide states them for people):
 from __future__ import annotations
 
 import collections
+import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -34,6 +39,7 @@ from course_lib.grading.grader import Grade, Grader, Plan, Settings
 from course_lib.grading.inprogress import InProgress
 from course_lib.grading.inputs import SubmissionFile, find_submission_files, read_submission_file
 from course_lib.grading.sandbox import Job, Sandbox, WorkerPool
+from course_lib.grading.text import storable, terminal_safe
 
 __all__ = ["Summary", "add_files", "grade_pending"]
 
@@ -49,6 +55,7 @@ class Summary:
     seconds: float = 0.0
     workers: int = 0
     spared: list[tuple[str, str]] = field(default_factory=list)  # (sha256, exercise id)
+    unsaved: list[str] = field(default_factory=list)  # a line per submission not stored as is
 
 
 def add_files(book: Gradebook, paths: Iterable[str | Path]) -> tuple[Summary, list[str]]:
@@ -110,8 +117,11 @@ def grade_pending(
     bar = ProgressBar(len(todo), enabled=progress)
 
     def save(sha: str, grades: list[Grade]) -> None:
-        book.save_grades(sha, grades, settings.seed)
-        summary.graded += 1
+        try:
+            book.save_grades(sha, grades, settings.seed)
+        except Exception as error:  # this submission's problem: the others are still graded
+            grades = unsaved(book, sha, grades, error, settings.seed, summary, bar)
+        summary.graded += bool(grades)
         summary.statuses.update(g.status for g in grades)
         bar.update()
 
@@ -124,9 +134,14 @@ def grade_pending(
 
             def done(job: Job, outcomes: list[dict[str, Any]]) -> None:
                 plan = plans[job.key]
-                ran = [
-                    grader.interpret(e, o) for e, o in zip(plan.exercises, outcomes, strict=True)
-                ]
+                try:
+                    ran = [
+                        grader.interpret(e, o)
+                        for e, o in zip(plan.exercises, outcomes, strict=True)
+                    ]
+                except Exception as error:  # what came back cannot be judged: an error
+                    why = f"the grader could not judge what the code returned ({_named(error)})"
+                    ran = [Grade(e.id, "error", 0, e.points, why) for e in plan.exercises]
                 save(job.key, plan.grades + ran)
 
             def starting(job: Job, index: int) -> None:
@@ -140,3 +155,55 @@ def grade_pending(
         bar.close()
     summary.seconds = time.monotonic() - started
     return summary
+
+
+def _named(error: BaseException) -> str:
+    """``TypeName: message`` of an exception, safe to store and to print, cut to 300
+    characters (its text may come from an answer)."""
+    try:
+        text = f"{type(error).__name__}: {error}"
+    except Exception:  # an exception whose str() raises
+        text = type(error).__name__
+    return storable(text, 300)
+
+
+def unsaved(
+    book: Gradebook,
+    sha: str,
+    grades: list[Grade],
+    error: Exception,
+    seed: int,
+    summary: Summary,
+    bar: ProgressBar,
+) -> list[Grade]:
+    """Store each exercise of a submission whose results could not be saved as ``error``
+    with a message naming the file and why; print a line saying so. Returns the grades
+    stored (none when even those could not be, which leaves the submission to the next
+    run)."""
+    try:
+        student, path = book.file_of(sha)
+    except Exception:  # the gradebook itself failing: name the submission by its hash
+        student, path = None, None
+    where = f"{path or 'the submission ' + sha[:12]} (student {student or 'unknown'})"
+    why = _named(error)
+    message = (
+        f"the results of {where} could not be stored ({why}); recorded as an error: grade "
+        "it again (course-grade regrade) once the cause is fixed"
+    )
+    stored = [
+        Grade(storable(g.exercise_id, 200), "error", 0, int(g.max_points), message) for g in grades
+    ] or [Grade("(submission)", "error", 0, 0, message)]
+    try:
+        book.save_grades(sha, stored, seed)
+    except Exception as again:
+        stored = []
+        message = (
+            f"the results of {where} could not be stored ({why}), nor an error in their place "
+            f"({_named(again)}); it stays ungraded and the next run grades it again"
+        )
+    line = f"course-grade: {message}"
+    summary.unsaved.append(line)
+    if bar.enabled and bar.terminal:
+        sys.stderr.write("\r\033[K")  # the line replaces the progress bar, redrawn after it
+    print(terminal_safe(line), file=sys.stderr, flush=True)
+    return stored

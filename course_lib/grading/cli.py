@@ -267,6 +267,10 @@ def _report(book: Gradebook, out: str, summary: Summary, seed: int, sandbox: str
     if counts:
         print(f"Exercise results: {counts}.")
     _report_spared(book, out, summary)
+    if summary.unsaved:
+        print(f"{_count(len(summary.unsaved), 'submission')} whose results could not be stored:")
+        for line in summary.unsaved:
+            say(f"  {line.removeprefix('course-grade: ')}")
     for record in invalid[:20]:
         say(f"  invalid: {record.message}")
     if len(invalid) > 20:

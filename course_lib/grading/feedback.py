@@ -33,6 +33,7 @@ import torch
 
 from course_lib.exercises import CodeExercise, UnknownExerciseError, get_exercise
 from course_lib.exercises._evaluation import WHOLE_ANSWER_CHECKS
+from course_lib.grading.text import storable
 
 if TYPE_CHECKING:
     from course_lib.grading.gradebook import Gradebook
@@ -147,6 +148,13 @@ def shown_checks(checks: Iterable[dict[str, Any]], public: set[str]) -> list[tup
 # ----------------------------------------------------------------------------- one page
 
 
+def _text(text: object) -> str:
+    """``text`` for the page: :func:`~course_lib.grading.text.storable` (no control
+    characters or surrogates, also in a gradebook written before they were escaped on
+    storing), then HTML-escaped."""
+    return html.escape(storable(text, lines=True))
+
+
 def _exercise(exercise_id: str) -> Any:
     try:
         return get_exercise(exercise_id)
@@ -177,9 +185,8 @@ def _notes(row: Any) -> list[str]:
         notes.append(f"it replaces {row['superseded']} other answer(s) of yours to this exercise")
     if row["flag"]:
         notes.append(
-            "that file is flagged: its time is "
-            + ("in the future" if row["flag"] == "future" else "far from your other files")
-            + "; it counts only because no other file answers this exercise"
+            "that file is flagged: its time is in the future; it counts only because no other "
+            "file answers this exercise"
         )
     if row["override_points"] is not None:
         notes.append("points set by your instructor")
@@ -190,8 +197,8 @@ def _check_table(checks: list[tuple[str, str, str]]) -> str:
     if not checks:
         return ""
     rows = "".join(
-        f'<tr><td>{html.escape(name)}</td><td class="{"ok" if status == "pass" else "bad"}">'
-        f"{html.escape(status)}</td><td>{html.escape(message)}</td></tr>"
+        f'<tr><td>{_text(name)}</td><td class="{"ok" if status == "pass" else "bad"}">'
+        f"{_text(status)}</td><td>{_text(message)}</td></tr>"
         for name, status, message in checks
     )
     return f"<table><tr><th>check</th><th>status</th><th>message</th></tr>{rows}</table>"
@@ -215,24 +222,24 @@ def _exercise_section(row: Any, seed: int | None) -> str:
     )
     title = exercise.title if exercise is not None else row["exercise_id"]
     status = STATUS_WORDS.get(row["status"] or "", "set by your instructor")
-    notes = "".join(f"<li>{html.escape(n)}</li>" for n in _notes(row))
+    notes = "".join(f"<li>{_text(n)}</li>" for n in _notes(row))
     return (
-        f"<h2>{html.escape(title)} <small>({html.escape(row['exercise_id'])})</small></h2>"
-        f"<p><b>{row['points']} of {row['max_points']} points</b>: {html.escape(status)}. "
-        f"{html.escape(_summary(row, checks, code))}</p>"
+        f"<h2>{_text(title)} <small>({_text(row['exercise_id'])})</small></h2>"
+        f"<p><b>{row['points']} of {row['max_points']} points</b>: {_text(status)}. "
+        f"{_text(_summary(row, checks, code))}</p>"
         f'<ul class="note">{notes}</ul>{_check_table(checks)}'
     )
 
 
 def _file_list(student: StudentRecord) -> str:
     items = [
-        f"<li>written at {html.escape(f['created_utc'])}"
+        f"<li>written at {_text(f['created_utc'])}"
         + (" (flagged: its time looks wrong)" if f["flag"] else "")
         + "</li>"
         for f in reversed(student.files)
     ]
     for f in student.invalid:
-        message = html.escape(_without_folders(str(f["message"])))
+        message = _text(_without_folders(str(f["message"])))
         items.append(f"<li>a file that could not be read: {message}</li>")
     return f"<ul>{''.join(items)}</ul>"
 
@@ -252,7 +259,7 @@ def feedback_page(student: StudentRecord, seed: int | None) -> str:
     possible = sum(r["max_points"] for r in student.grades)
     sections = "".join(_exercise_section(r, seed) for r in answered)
     missing = len(student.grades) - len(answered)
-    who = html.escape(student.student_id)
+    who = _text(student.student_id)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>Feedback for {who}</title><style>{STYLE}</style></head><body>"

@@ -24,11 +24,15 @@ Views (dropped and created again whenever a gradebook is opened, so an older gra
 the current rules):
 
 - ``submission_flags``: every valid file with its flag: ``future`` when its ``created_utc`` is
-  more than ``FUTURE_MINUTES`` later than the moment the gradebook first read it (``added_utc``),
-  ``out of line`` when the student has at least ``MEDIAN_FILES`` valid files and its time is
-  more than ``OUT_OF_LINE_DAYS`` from their median (the lower middle one), else ``NULL``.
+  more than ``FUTURE_MINUTES`` later than the moment the gradebook first read it (``added_utc``)
+  or is not a date SQLite can read (files read now always have one), else ``NULL``. A file's
+  flag depends on that file alone, never on the student's other files, so no file can get
+  another one flagged.
 - ``answers``: every answer (a result) of every valid file, ranked per student and exercise:
   unflagged files before flagged ones, then the newest ``created_utc``, then the larger SHA-256.
+  So a file's time only ever ranks it against the student's own other files, and an older time
+  only ever loses: a file dated in the past (say 2000-01-01) loses to every newer file of the
+  student, and one dated in the future is flagged and loses to every unflagged file.
 - ``counted_answers``: the answer that counts for each student and exercise (rank 1): the file
   it came from, its flag, and how many of the student's answers it ``superseded``.
 - ``counted_submissions``: the files from which at least one counted answer comes.
@@ -40,6 +44,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import os
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -50,13 +55,20 @@ import course_lib
 from course_lib.exercises._registry import Exercise
 from course_lib.grading.grader import Grade
 from course_lib.grading.inputs import SubmissionFile
+from course_lib.grading.text import (
+    CHECK_MESSAGE_LIMIT,
+    MESSAGE_LIMIT,
+    NAME_LIMIT,
+    OUTPUT_LIMIT,
+    storable,
+)
 
 __all__ = ["FORMAT_VERSION", "Gradebook", "GradebookError"]
 
 FORMAT_VERSION = 2
 FUTURE_MINUTES = 10  # a file written this long after the gradebook first read it: 'future'
-OUT_OF_LINE_DAYS = 180  # this far from the median time of the student's files: 'out of line'
-MEDIAN_FILES = 3  # the median of fewer files says nothing about which one is out of line
+MAX_CHECKS = 200  # checks kept per result; more are summed up in one last entry
+PATH_LIMIT = 4096  # characters kept of a file's path
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -137,26 +149,15 @@ DROP VIEW IF EXISTS counted_answers;
 DROP VIEW IF EXISTS answers;
 DROP VIEW IF EXISTS submission_flags;
 CREATE VIEW submission_flags AS
-WITH valid AS (
-    SELECT sha256, student_id, created_utc, added_utc,
-           ROW_NUMBER() OVER (PARTITION BY student_id ORDER BY created_utc, sha256) AS place,
-           COUNT(*) OVER (PARTITION BY student_id) AS files
-    FROM submissions
-    WHERE status = 'valid'
-),
-medians AS (
-    SELECT student_id, created_utc AS median_utc FROM valid WHERE place = (files + 1) / 2
-)
-SELECT v.sha256, v.student_id, v.created_utc, v.added_utc, v.files, m.median_utc,
+SELECT sha256, student_id, created_utc, added_utc,
+       COUNT(*) OVER (PARTITION BY student_id) AS files,
        CASE
-           WHEN julianday(v.created_utc) > julianday(v.added_utc) + {FUTURE_MINUTES} / 1440.0
-               THEN 'future'
-           WHEN v.files >= {MEDIAN_FILES}
-                AND abs(julianday(v.created_utc) - julianday(m.median_utc)) > {OUT_OF_LINE_DAYS}
-               THEN 'out of line'
+           WHEN julianday(created_utc) <= julianday(added_utc) + {FUTURE_MINUTES} / 1440.0
+               THEN NULL
+           ELSE 'future'  -- later, or not a date at all (julianday NULL): never unflagged
        END AS flag
-FROM valid AS v
-JOIN medians AS m USING (student_id);
+FROM submissions
+WHERE status = 'valid';
 CREATE VIEW answers AS
 SELECT f.student_id, r.exercise_id, f.sha256, f.created_utc, f.flag,
        ROW_NUMBER() OVER (
@@ -306,23 +307,25 @@ class Gradebook:
     # ----------------------------------------------------------------- submissions
 
     def add_file(self, record: SubmissionFile) -> bool:
-        """Record a file read; ``True`` if its content was new to the gradebook."""
+        """Record a file read; ``True`` if its content was new to the gradebook. Its path and
+        message are stored :func:`~course_lib.grading.text.storable` (a file name that is not
+        UTF-8 holds surrogates; a message can quote the file)."""
         now = utc_now()
         with self.transaction():
             if record.student_id is not None:
                 self.db.execute(
                     "INSERT OR IGNORE INTO students (student_id, first_seen_utc) VALUES (?, ?)",
-                    (record.student_id, now),
+                    (storable(record.student_id, NAME_LIMIT), now),
                 )
             cursor = self.db.execute(
                 "INSERT OR IGNORE INTO submissions (sha256, student_id, created_utc, status, "
                 "message, size, content, added_utc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     record.sha256,
-                    record.student_id,
+                    None if record.student_id is None else storable(record.student_id, NAME_LIMIT),
                     record.created_utc,
                     "valid" if record.valid else "invalid",
-                    record.message,
+                    storable(record.message, MESSAGE_LIMIT),
                     record.size,
                     record.content,
                     now,
@@ -330,7 +333,7 @@ class Gradebook:
             )
             self.db.execute(
                 "INSERT OR IGNORE INTO submission_files (sha256, path, seen_utc) VALUES (?, ?, ?)",
-                (record.sha256, record.path, now),
+                (record.sha256, storable(record.path, PATH_LIMIT), now),
             )
         return cursor.rowcount == 1
 
@@ -362,8 +365,8 @@ class Gradebook:
         ).fetchall()
 
     def flags(self) -> list[sqlite3.Row]:
-        """Every valid file with its ``flag`` (``None``, ``'future'`` or ``'out of line'``),
-        the number of valid ``files`` of its student and their ``median_utc``."""
+        """Every valid file with its ``flag`` (``None`` or ``'future'``) and the number of
+        valid ``files`` of its student."""
         return self.db.execute(
             "SELECT * FROM submission_flags ORDER BY student_id, created_utc, sha256"
         ).fetchall()
@@ -374,6 +377,15 @@ class Gradebook:
         ).fetchone()
         return json.loads(row[0])
 
+    def file_of(self, sha256: str) -> tuple[str | None, str | None]:
+        """The student of a submission and a path it was read from (the first by name)."""
+        row = self.db.execute(
+            "SELECT s.student_id, MIN(f.path) FROM submissions s "
+            "LEFT JOIN submission_files f USING (sha256) WHERE s.sha256 = ?",
+            (sha256,),
+        ).fetchone()
+        return (None, None) if row is None else (row[0], row[1])
+
     def is_graded(self, sha256: str, seed: int) -> bool:
         row = self.db.execute(
             "SELECT 1 FROM gradings WHERE sha256 = ? AND seed = ?", (sha256, seed)
@@ -382,27 +394,22 @@ class Gradebook:
 
     def save_grades(self, sha256: str, grades: Iterable[Grade], seed: int) -> None:
         """Replace the results of a submission with ``grades``, marking it graded (and no
-        longer in progress)."""
+        longer in progress).
+
+        Every text a grade holds came from an answer (messages, check messages, printed
+        output, type names) and is stored :func:`~course_lib.grading.text.storable`: escaped
+        where SQLite, a CSV file, an HTML page or a terminal would choke on it or obey it, and
+        cut to ``MESSAGE_LIMIT``, ``CHECK_MESSAGE_LIMIT`` and ``OUTPUT_LIMIT`` characters
+        (at most ``MAX_CHECKS`` checks). A grade that still cannot be stored raises, and
+        nothing of the submission is changed."""
+        rows = [stored_grade(sha256, g) for g in grades]
         with self.transaction():
             self.db.execute("DELETE FROM in_progress WHERE sha256 = ?", (sha256,))
             self.db.execute("DELETE FROM results WHERE sha256 = ?", (sha256,))
             self.db.executemany(
                 "INSERT INTO results (sha256, exercise_id, status, points, max_points, message, "
                 "checks, output, seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        sha256,
-                        g.exercise_id,
-                        g.status,
-                        g.points,
-                        g.max_points,
-                        g.message,
-                        g.checks_json(),
-                        g.output,
-                        round(g.seconds, 3),
-                    )
-                    for g in grades
-                ],
+                rows,
             )
             self.db.execute(
                 "INSERT INTO gradings (sha256, seed, graded_utc, course_lib_version) "
@@ -475,12 +482,12 @@ class Gradebook:
                     "VALUES (?, ?, ?, ?, ?) ON CONFLICT (student_id, exercise_id) DO UPDATE "
                     "SET points = excluded.points, reason = excluded.reason, "
                     "set_utc = excluded.set_utc",
-                    (student_id, exercise_id, points, reason, now),
+                    (student_id, exercise_id, points, storable(reason, MESSAGE_LIMIT), now),
                 )
             self.db.execute(
                 "INSERT INTO override_log (student_id, exercise_id, points, reason, set_utc) "
                 "VALUES (?, ?, ?, ?, ?)",
-                (student_id, exercise_id, points, reason, now),
+                (student_id, exercise_id, points, storable(reason, MESSAGE_LIMIT), now),
             )
 
     def override(self, student_id: str, exercise_id: str) -> sqlite3.Row | None:
@@ -506,6 +513,58 @@ class Gradebook:
         for row in rows:
             files.setdefault(row["student_id"], []).append(row)
         return files
+
+
+def _finite(seconds: object) -> float:
+    """Seconds as a number SQLite keeps (NaN would become NULL): else 0."""
+    try:
+        value = float(seconds)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return 0.0
+    return round(value, 3) if math.isfinite(value) else 0.0
+
+
+def stored_checks(checks: Sequence[Any]) -> str:
+    """The checks of a grade as the JSON stored in ``results.checks``: each check's name and
+    message :func:`~course_lib.grading.text.storable`, at most ``MAX_CHECKS`` of them (the
+    last entry then says how many more there were and the status of the first that did not
+    pass)."""
+    kept = checks if len(checks) <= MAX_CHECKS else checks[: MAX_CHECKS - 1]
+    entries = [
+        {
+            "name": storable(check.name, NAME_LIMIT),
+            "status": storable(check.status, NAME_LIMIT),
+            "message": storable(check.message, CHECK_MESSAGE_LIMIT, lines=True),
+        }
+        for check in kept
+    ]
+    rest = checks[len(kept) :]
+    if rest:
+        failed = [c.status for c in rest if c.status != "pass"]
+        entries.append(
+            {
+                "name": "(more checks)",
+                "status": storable(failed[0] if failed else "pass", NAME_LIMIT),
+                "message": f"{len(rest)} more checks were not stored "
+                f"({len(failed)} of them did not pass)",
+            }
+        )
+    return json.dumps(entries, ensure_ascii=False)
+
+
+def stored_grade(sha256: str, grade: Grade) -> tuple[Any, ...]:
+    """The row of ``results`` that stores ``grade`` (see :meth:`Gradebook.save_grades`)."""
+    return (
+        sha256,
+        storable(grade.exercise_id, NAME_LIMIT),
+        grade.status,
+        int(grade.points),
+        int(grade.max_points),
+        storable(grade.message, MESSAGE_LIMIT, lines=True),
+        stored_checks(tuple(grade.checks)),
+        storable(grade.output, OUTPUT_LIMIT, lines=True),
+        _finite(grade.seconds),
+    )
 
 
 class _Transaction:

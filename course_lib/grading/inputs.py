@@ -14,6 +14,7 @@ with its own reason, and reading it again adds nothing either.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import errno
 import hashlib
 import os
@@ -33,8 +34,9 @@ from course_lib.exercises.submission import (
 
 __all__ = ["SubmissionFile", "find_submission_files", "read_submission_file"]
 
-FILE_NAME = re.compile(r"^submission-(?P<student>.+)-\d{8}T\d{6,12}Z(-\d+)?\.json$")
-UTC = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,6}))?Z$")
+# Both are matched over the whole text (fullmatch): `$` would also match before a final "\n".
+FILE_NAME = re.compile(r"submission-(?P<student>.+)-\d{8}T\d{6,12}Z(-\d+)?\.json")
+UTC = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,6}))?Z")
 
 
 @dataclass(frozen=True)
@@ -91,10 +93,19 @@ def find_submission_files(paths: Iterable[str | os.PathLike]) -> tuple[list[Path
 
 def normalise_utc(text: str) -> str:
     """``2026-11-22T10:15:30.5Z`` as ``2026-11-22T10:15:30.500000Z``: times with six decimals
-    sort correctly as text."""
-    match = UTC.match(text)
+    sort correctly as text.
+
+    Raises:
+        ValueError: ``text`` is not such a time, or not a real one (``2026-13-45T99:00:00Z``,
+            which would sort after every true time and which SQLite cannot read as a date).
+    """
+    match = UTC.fullmatch(text)
     if not match:
         raise ValueError(f"not a UTC time: {text!r}")
+    try:
+        dt.datetime.strptime(match[1], "%Y-%m-%dT%H:%M:%S")
+    except ValueError:
+        raise ValueError(f"not a real date and time: {text!r}") from None
     return f"{match[1]}.{(match[2] or '').ljust(6, '0')}Z"
 
 
@@ -170,7 +181,7 @@ def _student_hint(path: Path, data: Any) -> str | None:
     candidates = []
     if isinstance(data, dict):
         candidates.append(data.get("student_id"))
-    match = FILE_NAME.match(path.name)
+    match = FILE_NAME.fullmatch(path.name)
     if match:
         candidates.append(match["student"])
     for candidate in candidates:
@@ -202,7 +213,10 @@ def read_submission_file(path: str | os.PathLike) -> SubmissionFile:
     digest = hashlib.sha256(content).hexdigest()
     try:
         data = parse_submission(content, str(path))
-        created = normalise_utc(data["created_utc"])
+        try:
+            created = normalise_utc(data["created_utc"])
+        except ValueError as error:
+            raise SubmissionError(f"{path}: created_utc is {error}") from None
     except SubmissionError as error:
         return SubmissionFile(
             str(path), digest, size, False, str(error), _student_hint(path, _loose_json(content))

@@ -22,16 +22,16 @@ renamed, so a reader never sees half a file; each readable by its owner only):
   (:mod:`~course_lib.grading.exports`), and ``feedback/<student>.html``
   (:mod:`~course_lib.grading.feedback`).
 
-Every CSV cell that a spreadsheet would read as a formula (text starting with ``=``, ``+``,
-``-``, ``@``, a tab or a carriage return) gets a ``'`` in front: student text (exception
-messages, file names) and override reasons are in these files.
+Every CSV file is written by :func:`~course_lib.grading.text.csv_text`: a cell that a
+spreadsheet would read as a formula (text starting with a tab or a line break, or whose first
+character after whitespace is ``=``, ``+``, ``-`` or ``@``) gets a ``'`` in front, and a cell
+holding a comma, a quote, a carriage return, a line feed or a tab is quoted: student text
+(exception messages, file names) and override reasons are in these files.
 """
 
 from __future__ import annotations
 
 import collections
-import csv
-import io
 import json
 import os
 import re
@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from course_lib.grading.gradebook import Gradebook
+from course_lib.grading.text import csv_text, inert
 
 __all__ = ["ClassRecord", "inert", "terminal_summary", "write_csv", "write_reports"]
 
@@ -49,23 +50,17 @@ GRADES = "grades.csv"
 RESULTS = "results.csv"
 SUMMARY = "summary.csv"
 MAX_ROW = "(max points)"
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 FLAG_REASONS = {
     "future": "written after the grader first read it (a time in the future)",
-    "out of line": "its time is far from the student's other files",
 }
 COMMON_FAILURES = 3
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?", re.IGNORECASE)
+# An escape that storing wrote for a control character (``\x1b``, ``\u202e``), kept whole when
+# numbers are replaced by ``#``; otherwise a number.
+ESCAPE_OR_NUMBER = re.compile(r"(\\x[0-9a-f]{2}|\\u[0-9a-f]{4})|" + NUMBER.pattern, re.IGNORECASE)
 
 
 # ----------------------------------------------------------------------------- writing
-
-
-def inert(cell: object) -> object:
-    """``cell``, with a ``'`` in front when it is text a spreadsheet would run as a formula."""
-    if isinstance(cell, str) and cell.startswith(FORMULA_STARTS):
-        return "'" + cell
-    return cell
 
 
 def write_text(path: Path, text: str) -> None:
@@ -82,10 +77,10 @@ def write_text(path: Path, text: str) -> None:
 
 
 def write_csv(path: Path, rows: list[list[object]]) -> None:
-    """Write ``rows`` as CSV to ``path`` (see :func:`write_text`), every cell made inert."""
-    buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\n").writerows([[inert(c) for c in r] for r in rows])
-    write_text(path, buffer.getvalue())
+    """Write ``rows`` as CSV to ``path`` (see :func:`write_text`) with
+    :func:`~course_lib.grading.text.csv_text`: every cell made inert, cells with line breaks
+    or tabs quoted. Every CSV file of the grader is written here."""
+    write_text(path, csv_text(rows))
 
 
 # ----------------------------------------------------------------------------- the class
@@ -187,10 +182,10 @@ def flag_notes(student: StudentRecord) -> list[str]:
     notes = []
     for row in student.files:
         if row["flag"]:
+            reason = FLAG_REASONS.get(row["flag"], row["flag"])
             notes.append(
-                f"the {file_label(row['created_utc'], row['sha256'])} is flagged: "
-                f"{FLAG_REASONS[row['flag']]}; its answers count only where no other file "
-                "answers"
+                f"the {file_label(row['created_utc'], row['sha256'])} is flagged: {reason}; "
+                "its answers count only where no other file answers"
             )
     return notes
 
@@ -289,7 +284,7 @@ def failure(row: Any) -> str:
     first = (known or failed or [None])[0]
     if first is not None:
         message = str(first.get("message", ""))
-    return f"{row['status']}: {NUMBER.sub('#', message)}"
+    return f"{row['status']}: {ESCAPE_OR_NUMBER.sub(lambda m: m[1] or '#', message)}"
 
 
 @dataclass

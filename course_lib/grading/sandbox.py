@@ -1,36 +1,37 @@
-"""Where students' code runs: grading workers, each inside a bubblewrap sandbox.
+"""Where students' code runs in grading: fork servers, each inside a bubblewrap sandbox.
 
-A worker (``_worker.py``) is a Python process that imports torch once and forks a limited
-child for every code exercise of every submission it is given. Each worker runs inside its
-own `bubblewrap <https://github.com/containers/bubblewrap>`_ (``bwrap``) sandbox, which sees:
+A grading worker is a fork server (:func:`course_lib.exercises._runner.serve`): a Python
+process that imports torch once and then forks a fresh process for every case (one input) of
+every code answer, without ever reading an answer, its inputs or its results itself (the
+grader passes it the descriptors of the case's task, result pipe and output file, see
+:mod:`course_lib.exercises._engine`). Each worker runs inside its own `bubblewrap
+<https://github.com/containers/bubblewrap>`_ (``bwrap``) sandbox, which sees:
 
 - the system's ``/usr`` (and the ``/lib``, ``/bin`` links to it), the Python installation and
   the site-packages holding torch and NumPy, all read-only; ``course_lib`` itself is hidden
   (an empty folder is mounted over it when it is installed there);
 - a private ``/proc`` (its own PID namespace), a minimal ``/dev``, and an empty ``/tmp`` of
-  limited size, where each child gets a fresh working folder;
+  limited size, where each case gets a fresh working folder and which is emptied after it;
 - no network (its own, empty network namespace), no other files: not the submissions, not
   the gradebook, not the instructor's home folder.
 
 Unprivileged, bwrap makes a user namespace. Run as root, it does not (the user in the sandbox
 would be root outside, for which the kernel does not count processes), and the worker drops
-to a user id of its own instead, after importing torch. Either way the children run as a user
-that has nothing outside the sandbox, under the resource limits set by the answer runner
-(``course_lib/exercises/_runner.py``).
+to a user id of its own instead, after importing torch. Either way the case processes run as
+a user that has nothing outside the sandbox, under the resource limits, refusals and
+confinement of the answer runner (``course_lib/exercises/_runner.py``).
 
 Without bwrap the grader refuses to run, unless told ``--sandbox none``: then workers are
-plain subprocesses with the same limits and a fresh folder per child, but they can read what
+plain subprocesses with the same limits and a fresh folder per case, but they can read what
 the instructor's account can read (for code you trust, or machines without bwrap).
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import os
 import queue
-import select
 import shutil
 import signal
 import subprocess
@@ -44,34 +45,18 @@ from pathlib import Path
 from typing import Any
 
 from course_lib.exercises import _runner
-from course_lib.exercises._runner import (
-    ProtocolError,
-    descendants,
-    process_stat,
-    processes,
-    read_message,
-    write_message,
-)
-from course_lib.grading import _worker
+from course_lib.exercises._engine import STOP_CHECK, Engine, EngineLost
+from course_lib.exercises._runner import descendants, process_stat, processes
 
 __all__ = ["Job", "Limits", "Sandbox", "SandboxUnavailable", "Worker", "WorkerPool"]
 
-WORKER_FILE = Path(_worker.__file__).resolve()
-RUNNER_FILE = Path(_runner.__file__).resolve()  # imported by the worker, from beside it
-WORKER_IN_SANDBOX = "/opt/course-grade/worker.py"
+ENGINE_FOLDER = Path(_runner.__file__).resolve().parent  # _runner.py and its companions
+ENGINE_IN_SANDBOX = "/opt/course-grade"
+WORKER_IN_SANDBOX = f"{ENGINE_IN_SANDBOX}/_runner.py"  # the fork server's script
 SANDBOX_UID = 1000  # the user inside an unprivileged sandbox
 ROOT_UID_BASE = 1_900_000_000  # user ids for workers started by root: unused by anything else
-STARTUP_TIMEOUT = 120.0  # seconds for a worker to import torch and say it is ready
-SLACK = 15.0  # seconds a running worker may need beyond the time limit of a task
-STOP_CHECK = 0.2  # seconds between two looks at whether a worker was stopped (SIGSTOP)
-MESSAGE_SECONDS = 10.0  # seconds for the rest of a message once its first bytes came
-STOPPED = (
-    "it was stopped with SIGSTOP or another stop signal, so it could not finish; the grader "
-    "noticed after {seconds:.1f} s and replaced it"
-)
 SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 OPTIONAL_FLAGS = ("--disable-userns",)  # left out where the installed bwrap is too old
-_JOB_IDS = itertools.count(1)
 INSTALL_HINT = (
     "Install it (Debian or Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
     "bubblewrap), or, only for code you trust, grade without a sandbox: --sandbox none"
@@ -261,10 +246,9 @@ class Sandbox:
             args += ["--ro-bind", root, root]
         for hidden in hidden_packages(roots):
             args += ["--tmpfs", hidden, "--remount-ro", hidden]
-        args += ["--perms", "0755", "--dir", str(Path(WORKER_IN_SANDBOX).parent)]
-        args += ["--ro-bind", str(WORKER_FILE), WORKER_IN_SANDBOX]
-        runner = str(Path(WORKER_IN_SANDBOX).parent / _worker.RUNNER_NAME)
-        args += ["--ro-bind", str(RUNNER_FILE), runner]
+        args += ["--perms", "0755", "--dir", ENGINE_IN_SANDBOX]
+        for name in _runner.ENGINE_FILES:
+            args += ["--ro-bind", str(ENGINE_FOLDER / name), f"{ENGINE_IN_SANDBOX}/{name}"]
         args += ["--chdir", "/tmp", "--clearenv"]
         for key, value in _minimal_environment("/tmp").items():
             args += ["--setenv", key, value]
@@ -282,18 +266,18 @@ class Sandbox:
             "sys_path": worker_sys_path(roots),
             "uid": uid,
             "tmp": "/tmp",
+            "isolate": True,
             "pid_namespace": self.kind == "bwrap",
             "private_tmp": self.kind == "bwrap",
         }
         if self.kind == "bwrap":
             argv = [*self._bwrap_argv(uid), "--", python, "-I", "-S", WORKER_IN_SANDBOX]
             return [*argv, json.dumps(config)], _minimal_environment("/tmp")
-        script = Path(folder) / "worker.py"  # a copy: nothing of course_lib beside it
-        shutil.copyfile(WORKER_FILE, script)
-        shutil.copyfile(RUNNER_FILE, Path(folder) / _worker.RUNNER_NAME)
+        for name in _runner.ENGINE_FILES:  # copies: nothing of course_lib beside them
+            shutil.copyfile(ENGINE_FOLDER / name, Path(folder) / name)
+            os.chmod(Path(folder) / name, 0o644)
         os.chmod(folder, 0o755)
-        for copied in (script, Path(folder) / _worker.RUNNER_NAME):
-            os.chmod(copied, 0o644)
+        script = Path(folder) / "_runner.py"
         config["tmp"] = tempfile.gettempdir()
         return [python, "-I", "-S", str(script), json.dumps(config)], _minimal_environment(folder)
 
@@ -316,15 +300,15 @@ def _runs_worker(pid: int, script: str) -> bool:
 
 
 class Worker:
-    """One worker process (in its sandbox), restarted when it fails."""
+    """One worker, a fork server in its sandbox, restarted when it fails."""
 
     def __init__(self, sandbox: Sandbox, index: int) -> None:
         self.sandbox = sandbox
         self.index = index
-        self.process: subprocess.Popen | None = None
+        self.engine: Engine | None = None
         self.folder: str | None = None
         self.starts = 0
-        self.pid: int | None = None  # the Python process of the worker (in its sandbox)
+        self.pid: int | None = None  # the fork server's Python process (in its sandbox)
 
     # ----------------------------------------------------------------- process
 
@@ -333,32 +317,23 @@ class Worker:
         self.folder = tempfile.mkdtemp(prefix=f"course-grade-{self.index}-")
         argv, env = self.sandbox.worker_command(self.index, self.folder)
         self.log = open(Path(self.folder) / "worker.log", "w+b")
-        self.process = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.log,
-            env=env,
-            cwd=self.folder,
-            start_new_session=True,
-        )
+        self.engine = Engine(argv, env, self.log)
         self.starts += 1
         try:
-            ready = read_message(
-                self.process.stdout.fileno(), deadline=time.monotonic() + STARTUP_TIMEOUT
-            )
-        except (TimeoutError, ProtocolError) as error:
+            self.engine.start()
+        except EngineLost as error:
             log = self.log_tail()
             self.stop()
             raise WorkerFailure(f"a grading worker did not start ({error}): {log}") from None
-        if not isinstance(ready, dict) or ready.get("ready") is not True:
-            self.stop()
-            raise WorkerFailure(f"a grading worker said {ready!r} instead of being ready")
         self.pid = self._find_worker_pid()
 
+    @property
+    def process(self) -> subprocess.Popen | None:
+        return self.engine.process if self.engine is not None else None
+
     def _find_worker_pid(self) -> int | None:
-        """The pid of the worker's Python process: the process started, or in bwrap the
-        first process below it that runs the worker's script."""
+        """The pid of the fork server's Python process: the process started, or in bwrap
+        the first process below it that runs the fork server's script."""
         assert self.process is not None
         if self.sandbox.kind != "bwrap":
             return self.process.pid
@@ -380,22 +355,17 @@ class Worker:
         return "(no log)"
 
     def stop(self) -> None:
-        if self.process is not None:
-            # Without a sandbox, the child running an answer has a process group of its own
-            # in the worker's session: kill the session, not only the worker's group.
-            session = _session(self.process.pid) if self.sandbox.kind != "bwrap" else []
+        if self.engine is not None and self.engine.process is not None:
+            # Without a sandbox, a case process has a process group of its own in the
+            # worker's session: kill the session, not only the worker's group.
+            process = self.engine.process
+            session = _session(process.pid) if self.sandbox.kind != "bwrap" else []
             for pid in session:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            with contextlib.suppress(Exception):
-                self.process.kill()
-            self.process.wait()
-            for stream in (self.process.stdin, self.process.stdout):
-                with contextlib.suppress(Exception):
-                    stream.close()
-            self.process = None
+        if self.engine is not None:
+            self.engine.stop()
+            self.engine = None
             self.pid = None
         if self.folder:
             with contextlib.suppress(Exception):
@@ -405,50 +375,26 @@ class Worker:
 
     @property
     def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
+        return self.engine is not None and self.engine.running
 
     # ----------------------------------------------------------------- jobs
 
-    def _exchange(self, task: dict[str, Any], timeout: float):
-        """Run one task (with ``timeout`` seconds at most); return its outcome, or ``None``
-        and what happened to the worker.
+    def _exchange(self, task: dict[str, Any], remaining: float):
+        """Run one task within ``remaining`` seconds of its submission's time (and its own
+        limit); return its outcome, or ``None`` and what happened to the worker.
 
-        The worker's state is looked at every ``STOP_CHECK`` seconds while the outcome has
-        not come: a stopped worker is given up at once; one that runs but stays silent is
-        given ``SLACK`` seconds beyond the time limit.
+        While a case runs, the worker's state is looked at every ``STOP_CHECK`` seconds: a
+        stopped worker is given up at once; one that runs but stays silent is given
+        ``SLACK`` seconds beyond the time limit.
         """
-        assert self.process is not None
-        job_id = next(_JOB_IDS)
-        sent = time.monotonic()
+        assert self.engine is not None
+        limit = min(remaining, float(task.get("timeout", remaining)))
         try:
-            write_message(self.process.stdin, {"id": job_id, "timeout": timeout, "tasks": [task]})
-        except OSError as error:
-            return None, f"the grading worker could not be reached ({error})"
-        limit = sent + min(timeout, float(task.get("timeout", timeout))) + SLACK
-        fd = self.process.stdout.fileno()
-        outcome = None
-        while True:
-            now = time.monotonic()
-            if now >= limit:
-                return None, "the grading worker stopped answering"
-            if not select.select([fd], [], [], min(STOP_CHECK, limit - now))[0]:
-                if self.stopped():
-                    return None, STOPPED.format(seconds=time.monotonic() - sent)
-                continue
-            try:
-                message = read_message(fd, deadline=time.monotonic() + MESSAGE_SECONDS)
-            except TimeoutError:
-                return None, "the grading worker stopped in the middle of a message"
-            except ProtocolError as error:
-                return None, f"the grading worker ended ({error}; {self.log_tail(500)})"
-            if not isinstance(message, dict):
-                return None, "the grading worker sent something that is not a message"
-            if outcome is None and message.get("task") == 0:
-                outcome = message
-            elif outcome is not None and message.get("done") == job_id:
-                return outcome, None
-            else:
-                return None, f"the grading worker sent an unexpected message ({str(message)[:200]})"
+            outcome = self.engine.run_task(task, time.monotonic() + limit, self.stopped)
+        except EngineLost as error:
+            return None, str(error)
+        outcome["submission_limit"] = remaining < float(task.get("timeout", remaining))
+        return outcome, None
 
     def run(self, job: Job, starting: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
         """The outcome of every task of ``job``, whatever happens to the worker.
@@ -456,8 +402,8 @@ class Worker:
         Tasks are sent one at a time; ``starting(index)`` is called before each is sent.
         When the worker dies, is stopped or stops answering during a task, that task's
         outcome says so (``"worker lost"``), the worker is restarted and the remaining tasks
-        run on the new one. A task the worker itself failed on (``"worker error"``) is tried
-        once more.
+        run on the new one. A task the grader itself failed on (``"worker error"``) is
+        tried once more.
 
         Raises:
             WorkerFailure: the worker could not be started.
@@ -481,10 +427,13 @@ class Worker:
                     message = f"a grading worker could not be started ({error})"
                     raise WorkerFailure(message) from None
             sent = time.monotonic()
-            outcome, failure = self._exchange(job.tasks[index], remaining)
+            try:
+                outcome, failure = self._exchange(job.tasks[index], remaining)
+            except Exception as error:  # the grader's own failure: once more, on a new one
+                outcome, failure = _worker_error(error), None
             used += time.monotonic() - sent
             if outcome is not None and outcome.get("status") == "worker error" and not retried:
-                retried = True  # the worker's own failure: once more, on a new one
+                retried = True
                 self.stop()
                 continue
             if outcome is None:
@@ -499,6 +448,15 @@ class Worker:
             outcomes.append(outcome)
             retried = False
         return outcomes
+
+
+def _worker_error(error: Exception) -> dict[str, Any]:
+    return {
+        "status": "worker error",
+        "messages": [],
+        "output": "",
+        "exit": f"{type(error).__name__}: {error}",
+    }
 
 
 class _Closed(Exception):
@@ -560,14 +518,7 @@ class WorkerPool:
                     events.put(("failed", None, error))
                     return
                 except Exception as error:  # never lose a job: report it as the grader's fault
-                    outcomes = [
-                        {
-                            "status": "worker error",
-                            "messages": [],
-                            "output": "",
-                            "exit": f"{type(error).__name__}: {error}",
-                        }
-                    ] * len(job.tasks)
+                    outcomes = [_worker_error(error) for _ in job.tasks]
                 events.put(("done", job, outcomes))
 
         threads = [

@@ -163,7 +163,8 @@ def similar_answers(book: Gradebook) -> dict[tuple[str, str], Similar]:
     similar = {}
     for (exercise_id, normal), students in groups.items():
         if len(students) > 1:
-            key = hashlib.sha256(f"{exercise_id}\n{normal}".encode()).hexdigest()[:8]
+            text = f"{exercise_id}\n{normal}".encode("utf-8", "surrogatepass")
+            key = hashlib.sha256(text).hexdigest()[:8]
             for student in students:
                 similar[student, exercise_id] = Similar(key, others(students, student))
     return similar
