@@ -80,14 +80,37 @@ def _opened_path(path: object) -> str:
         return os.path.abspath(path)
 
 
+def _module_files(prefixes: tuple[str, ...]) -> tuple[str, ...]:
+    """The files of the loaded modules named by ``prefixes``, as path prefixes: a package's
+    folder (``.../torch/_refs/``), a module's source and its compiled files."""
+    found = set()
+    for name, module in list(sys.modules.items()):
+        if not any(name == p or name.startswith(p + ".") for p in prefixes):
+            continue
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str):
+            continue
+        path = os.path.realpath(path)
+        folder, file_name = os.path.split(path)
+        stem = file_name.split(".")[0]
+        if stem == "__init__":
+            found.add(folder + os.sep)
+        else:
+            found.add(os.path.join(folder, stem) + ".")
+            found.add(os.path.join(folder, "__pycache__", stem) + ".")
+    return tuple(sorted(found))
+
+
 def install_audit_hook(refused_modules: Iterable[str] = ()) -> None:
     """Add the audit hook described above; ``refused_modules`` are name prefixes that may
-    not be loaded (a prefix ``"torch._refs"`` refuses ``torch._refs`` and its submodules).
+    not be loaded again (a prefix ``"torch._refs"`` refuses ``torch._refs`` and its
+    submodules): neither imported afresh nor reloaded, nor their files read.
 
     The hook keeps no state that code could change: its settings are bound as default
     arguments, and a hook cannot be removed or reached (``gc`` is refused).
     """
     prefixes = tuple(refused_modules)
+    files = _module_files(prefixes)
 
     def hook(
         event: str,
@@ -98,6 +121,7 @@ def install_audit_hook(refused_modules: Iterable[str] = ()) -> None:
         _memory: re.Pattern = MEMORY_FILES,
         _refusal: Callable[[str], RuntimeError] = _refusal,
         _opened: Callable[[object], str] = _opened_path,
+        _files: tuple[str, ...] = files,
     ) -> None:
         if event in _process:
             raise _refusal(_process[event])
@@ -112,8 +136,12 @@ def install_audit_hook(refused_modules: Iterable[str] = ()) -> None:
             for prefix in _prefixes:
                 if name == prefix or name.startswith(prefix + "."):
                     raise _refusal(f"loading {name} again")
-        if event == "open" and args and _memory.match(_opened(args[0])):
-            raise _refusal(f"opening {args[0]!r} (the memory of a process)")
+        if event == "open" and args:
+            path = _opened(args[0])
+            if _memory.match(path):
+                raise _refusal(f"opening {args[0]!r} (the memory of a process)")
+            if path.startswith(_files):
+                raise _refusal(f"loading {path} again (a module the exercise refuses)")
 
     sys.addaudithook(hook)
 

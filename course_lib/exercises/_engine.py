@@ -60,6 +60,7 @@ SLACK = 15.0  # seconds a fork server may need beyond a case's time limit to rep
 STOP_CHECK = 0.2  # seconds between two looks at whether the fork server was stopped
 DRAIN_SECONDS = 2.0  # seconds to read what an ended case left in its pipe
 ENGINE_FOLDER = Path(_runner.__file__).resolve().parent
+SERVER = "the process that runs the answers"
 
 
 class EngineLost(RuntimeError):
@@ -158,7 +159,7 @@ class Engine:
             EngineLost: it did not start (the message has the reason).
         """
         self.stop()
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self.process = subprocess.Popen(
                 self.argv,
@@ -207,14 +208,14 @@ class Engine:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise EngineLost("the grading worker stopped answering")
+                raise EngineLost("the process that runs the answers stopped answering")
             if select.select([self.control], [], [], min(STOP_CHECK, remaining))[0]:
                 try:
                     message, _ = receive_frame(self.control)
                 except (OSError, ProtocolError) as error:
-                    raise EngineLost(f"the grading worker ended ({error})") from None
+                    raise EngineLost(f"the process that runs the answers ended ({error})") from None
                 if message is None:
-                    raise EngineLost("the grading worker ended")
+                    raise EngineLost("the process that runs the answers ended")
                 return message
             if stopped is not None and stopped():
                 raise EngineLost(_STOPPED.format(seconds=time.monotonic() - sent))
@@ -319,7 +320,7 @@ class Engine:
         try:
             send_frame(self.control, {"clean": True})
         except OSError as error:
-            raise EngineLost(f"the grading worker could not be reached ({error})") from None
+            raise EngineLost(f"{SERVER} could not be reached ({error})") from None
         while True:
             report = self._report(max(deadline, time.monotonic()) + SLACK, stopped)
             if isinstance(report, dict) and report.get("cleaned"):
@@ -340,7 +341,7 @@ class Engine:
         """Run one case; its messages, the fork server's report, why its results were cut
         short (or ``""``), and the descriptor of its output file (the caller closes it)."""
         if not self.running or self.control is None:
-            raise EngineLost("the grading worker is not running")
+            raise EngineLost("the process that runs the answers is not running")
         task_file = tempfile.TemporaryFile()
         with tempfile.TemporaryFile() as output_file:  # unlinked: only the descriptor stays
             output_fd = os.dup(output_file.fileno())
@@ -353,7 +354,7 @@ class Engine:
             try:
                 send_frame(self.control, request, [task_file.fileno(), writer, output_fd])
             except OSError as error:
-                raise EngineLost(f"the grading worker could not be reached ({error})") from None
+                raise EngineLost(f"{SERVER} could not be reached ({error})") from None
             os.close(writer)
             writer = -1
             report = self._collect(reader, frames, time.monotonic() + seconds + SLACK, stopped)
@@ -382,7 +383,7 @@ class Engine:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise EngineLost("the grading worker stopped answering")
+                raise EngineLost("the process that runs the answers stopped answering")
             watched = [self.control, reader] if reading else [self.control]
             ready = select.select(watched, [], [], min(STOP_CHECK, remaining))[0]
             if reader in ready:
@@ -396,11 +397,11 @@ class Engine:
                 try:
                     report, _ = receive_frame(self.control)
                 except (OSError, ProtocolError) as error:
-                    raise EngineLost(f"the grading worker ended ({error})") from None
+                    raise EngineLost(f"the process that runs the answers ended ({error})") from None
                 if report is None:
-                    raise EngineLost("the grading worker ended")
+                    raise EngineLost("the process that runs the answers ended")
                 if not isinstance(report, dict):
-                    raise EngineLost(f"the grading worker sent {str(report)[:200]!r}")
+                    raise EngineLost(f"{SERVER} sent {str(report)[:200]!r}")
                 return report
             if not ready and stopped is not None and stopped():
                 raise EngineLost(_STOPPED.format(seconds=time.monotonic() - sent))

@@ -842,29 +842,55 @@ def _remove_tree(path: str) -> None:
 
 
 def send_frame(sock: socket.socket, data: object, fds: list[int] = ()) -> None:
-    """Send one small JSON message (and file descriptors) on a SOCK_SEQPACKET socket."""
+    """Send one small JSON message, with an 8-byte length in front and file descriptors
+    attached to its first byte, on a Unix stream socket."""
     payload = json.dumps(data, separators=(",", ":")).encode("utf-8")
-    if fds:
-        socket.send_fds(sock, [payload], list(fds))
-    else:
-        sock.sendall(payload)
+    if len(payload) > CONTROL_SIZE:
+        raise ProtocolError(f"a control message of {len(payload)} bytes is too long")
+    frame = HEADER.pack(len(payload)) + payload
+    sent = socket.send_fds(sock, [frame], list(fds)) if fds else sock.send(frame)
+    if sent < len(frame):
+        sock.sendall(frame[sent:])
+
+
+def _receive_exactly(sock: socket.socket, size: int, max_fds: int) -> tuple[bytes, list[int]]:
+    """``size`` bytes from ``sock`` and the descriptors that came with them (fewer bytes
+    only at the end of the channel)."""
+    data, fds = b"", []
+    while len(data) < size:
+        if max_fds:
+            chunk, more, _, _ = socket.recv_fds(sock, size - len(data), max_fds)
+            fds += more
+        else:
+            chunk = sock.recv(size - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data, fds
 
 
 def receive_frame(sock: socket.socket, max_fds: int = 0) -> tuple[Any, list[int]]:
     """One message (``None`` at the end of the channel) and the descriptors it carried."""
-    if max_fds:
-        payload, fds, _, _ = socket.recv_fds(sock, CONTROL_SIZE, max_fds)
-    else:
-        payload, fds = sock.recv(CONTROL_SIZE), []
-    if not payload:
-        for fd in fds:
-            os.close(fd)
-        return None, []
+    header, fds = _receive_exactly(sock, HEADER.size, max_fds)
     try:
+        if len(header) < HEADER.size:
+            if header:
+                raise ProtocolError("the channel closed in the middle of a message")
+            for fd in fds:
+                os.close(fd)
+            return None, []
+        (size,) = HEADER.unpack(header)
+        if size > CONTROL_SIZE:
+            raise ProtocolError(f"a control message of {size} bytes is too long")
+        payload, _ = _receive_exactly(sock, size, 0)
+        if len(payload) < size:
+            raise ProtocolError("the channel closed in the middle of a message")
         return json.loads(payload.decode("utf-8")), fds
-    except (UnicodeDecodeError, ValueError) as error:
+    except (ProtocolError, UnicodeDecodeError, ValueError) as error:
         for fd in fds:
             os.close(fd)
+        if isinstance(error, ProtocolError):
+            raise
         raise ProtocolError(f"a control message is not JSON ({error})") from None
 
 
