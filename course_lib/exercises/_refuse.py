@@ -105,6 +105,8 @@ PRELOADED = (  # what preload imports: everything refuse_for_good may have to re
     "torch._decomp.decompositions_for_jvp",
     "torch._decomp.decompositions_for_rng",
     "torch._prims",
+    "torch._prims.context",
+    "torch._prims.executor",
     "torch._prims_common",
     "torch._meta_registrations",
     "torch._higher_order_ops.flex_attention",
@@ -261,7 +263,8 @@ def _operator_tables() -> list[dict[Any, Any]]:
 
 def _note_implementations() -> None:
     """Fill :data:`_IMPLEMENTATIONS` and :data:`_USERS` from the operator tables and the
-    Python kernels of every operator overload torch has looked up."""
+    Python kernels (for dispatch keys, modes and functorch transforms) of every operator
+    overload torch has looked up."""
     import torch
 
     def note(operator: Any, function: Any) -> None:
@@ -284,8 +287,9 @@ def _note_implementations() -> None:
             if isinstance(packet, torch._ops.OpOverloadPacket):
                 for overload in list(vars(packet).values()):
                     if isinstance(overload, torch._ops.OpOverload):
-                        for function in list(overload.py_kernels.values()):
-                            note(overload, function)
+                        for table_name in ("py_kernels", "python_key_table", "functorch_table"):
+                            for function in list(getattr(overload, table_name, {}).values()):
+                                note(overload, function)
 
 
 # --------------------------------------------------------------------------- refusing
