@@ -864,8 +864,11 @@ def test_decorated_partial_cached_and_builtin_functions_are_refused_with_what_th
         assert error == blocked_message(f"decorated_for_the_test.{name}")
 
 
-def test_the_message_is_the_runners():
-    assert _refuse.blocked_message("torch.ops.aten.x") == blocked_message("torch.ops.aten.x")
+def test_the_message_names_the_route_and_says_what_to_do():
+    assert _refuse.blocked_message("torch.ops.aten.x") == (
+        "this exercise asks you to write the computation yourself; your code called "
+        "torch.ops.aten.x, which the check does not allow"
+    )
 
 
 # ----------------------------------------------------------------------------- what stays

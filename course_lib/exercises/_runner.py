@@ -563,12 +563,7 @@ def _submission_builtins() -> dict[str, Any]:
     return namespace
 
 
-def blocked_message(name: str) -> str:
-    """What a call to a function the exercise does not allow raises."""
-    return (
-        "this exercise asks you to write the computation yourself; your code called "
-        f"{name}, which the check does not allow"
-    )
+blocked_message = _refuse.blocked_message  # one wording for every route, in every place
 
 
 def _refuser(message: str) -> Callable[..., Any]:
