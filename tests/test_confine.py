@@ -150,7 +150,30 @@ HOOK_REFUSES = {
         "starting a process (os.posix_spawn)",
     ),
     "own memory": (lambda: open("/proc/self/mem", "rb"), "opening '/proc/self/mem'"),
-    "memory of pid": (lambda: open(f"/proc/{os.getpid()}/mem", "rb"), "the memory of a process"),
+    "memory of pid": (lambda: open(f"/proc/{os.getpid()}/mem", "rb"), "the files of processes"),
+    "a folder of /proc": (lambda: os.open("/proc/self", os.O_RDONLY), "the files of processes"),
+    "memory by dir_fd": (
+        lambda: os.open("self/mem", os.O_RDONLY, dir_fd=os.open("/proc", os.O_RDONLY)),
+        "the files of processes",
+    ),
+    "memory below the root": (
+        lambda: os.open("proc/self/mem", os.O_RDONLY, dir_fd=os.open("/", os.O_RDONLY)),
+        "'proc/self/mem' (the files of processes",
+    ),
+    "code.replace": (
+        lambda: compile("x = 1", "s", "exec").replace(co_consts=()),
+        "building a code object",
+    ),
+    "types.FunctionType": (
+        lambda: type(lambda: 0)(compile("0", "s", "eval"), {}),
+        "building a function from a code object",
+    ),
+    "marshal": (
+        lambda: __import__("marshal").loads(__import__("marshal").dumps(1)),
+        "loading code with marshal",
+    ),
+    "chdir": (lambda: os.chdir("/"), "changing the working folder"),
+    "symlink": (lambda: os.symlink("/proc/self", "/tmp/x"), "making a link"),
 }
 
 
@@ -182,7 +205,8 @@ def test_the_audit_hook_refuses_loading_a_refused_module_again():
 
     result = in_child(work, hook=True, modules=("json.tool",))
     assert (
-        "tool.cpython" in result["raised"] and "(a module the exercise refuses)" in result["raised"]
+        "tool.cpython" in result["raised"]
+        and "(a file of a module the exercise refuses)" in result["raised"]
     )
 
 
@@ -192,7 +216,30 @@ def test_the_audit_hook_refuses_reading_a_refused_modules_source():
             return source.read()[:10]
 
     result = in_child(work, hook=True, modules=("json.tool",))
-    assert "(a module the exercise refuses)" in result["raised"]
+    assert "(a file of a module the exercise refuses)" in result["raised"]
+
+
+def test_the_audit_hook_refuses_a_refused_modules_file_by_a_folder_descriptor():
+    folder, name = os.path.split(json.__file__)
+
+    def work():
+        return os.open("tool.py", os.O_RDONLY, dir_fd=os.open(folder, os.O_RDONLY))
+
+    assert name == "__init__.py"
+    result = in_child(work, hook=True, modules=("json.tool",))
+    assert "'tool.py' (a file of a module the exercise refuses)" in result["raised"]
+
+
+def test_a_module_not_loaded_before_is_still_imported_from_its_source(tmp_path):
+    def work():
+        sys.dont_write_bytecode = True
+        sys.pycache_prefix = str(tmp_path / "none")
+        sys.modules.pop("colorsys", None)
+        import colorsys
+
+        return list(colorsys.rgb_to_hsv(1.0, 0.0, 0.0))
+
+    assert in_child(work, hook=True) == [0.0, 1.0, 1.0]
 
 
 def test_the_audit_hook_refuses_a_refused_module_removed_from_sys_modules():

@@ -86,6 +86,24 @@ import ctypes
 ctypes.CDLL(None).shmget(1234, 4096, 0o1000 | 0o600)
 """
 
+FORGES_BYTECODE = """
+def template():
+    return 0
+template.__code__.replace(co_consts=())
+"""
+
+READS_REFS_BY_A_FOLDER = """
+import os, torch
+folder = os.open(os.path.dirname(torch.__file__), os.O_RDONLY)
+os.open("_refs/__init__.py", os.O_RDONLY, dir_fd=folder)
+"""
+
+READS_MEMORY_BY_A_FOLDER = """
+import os
+root = os.open("/", os.O_RDONLY)
+os.open("proc/self/mem", os.O_RDONLY, dir_fd=root)
+"""
+
 LEAVES_A_FILE = """
 import os
 if os.path.exists("/tmp/left-by-a-classmate"):
@@ -146,6 +164,9 @@ def batch(tmp_path_factory) -> dict:
         "thief-memory": encoding_doing(READS_OWN_MEMORY),
         "gc": encoding_doing(GC_ROUTE),
         "ctypes": encoding_doing(CTYPES_ROUTE),
+        "bytecode": encoding_doing(FORGES_BYTECODE),
+        "refs-by-folder": encoding_doing(READS_REFS_BY_A_FOLDER),
+        "memory-by-folder": encoding_doing(READS_MEMORY_BY_A_FOLDER),
         "file-1": encoding_doing(LEAVES_A_FILE.format(name="file-1")),
         "file-2": encoding_doing(LEAVES_A_FILE.format(name="file-2")),
         "hidden": encoding_doing(SEES_OTHER_CASES),
@@ -190,7 +211,13 @@ def test_an_answer_cannot_open_its_own_memory(batch):
 
 @pytest.mark.parametrize(
     ("student", "what"),
-    [("gc", "gc.get_objects"), ("ctypes", "ctypes")],
+    [
+        ("gc", "gc.get_objects"),
+        ("ctypes", "ctypes"),
+        ("bytecode", "building a code object"),
+        ("refs-by-folder", "opening '_refs/__init__.py' (a file of a module the exercise"),
+        ("memory-by-folder", "opening 'proc/self/mem' (the files of processes"),
+    ],
 )
 def test_reaching_behind_the_code_is_refused_with_a_message(batch, student, what):
     result = row(batch, student)

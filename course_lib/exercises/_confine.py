@@ -10,11 +10,16 @@ that nothing running in it can remove:
 
    - reaching the interpreter's objects behind the code's back: ``gc.get_objects``,
      ``gc.get_referrers`` and ``gc.get_referents``;
-   - rewriting a function's body (setting ``__code__``), which could undo a refusal;
+   - rewriting a function's body (setting ``__code__``), which could undo a refusal, and
+     making code the compiler did not check (``types.CodeType``, ``code.replace``,
+     ``types.FunctionType``, ``marshal.loads``): forged bytecode reads and writes any
+     memory, which would undo everything (the case process compiles the modules it imports
+     from their source instead of loading cached bytecode);
    - ``ctypes`` (loading libraries, reading or writing memory, calling C);
    - starting a process (``os.fork``, ``os.exec*``, ``os.posix_spawn``, ``os.system``,
      ``subprocess``, ``pty.spawn``);
-   - opening the memory of a process (``/proc/<pid>/mem`` and its relatives);
+   - opening the files of processes (``/proc``, with a process's memory), also by a path
+     relative to a folder opened before, changing the working folder, and making links;
    - loading afresh a module whose Python code computes what an exercise forbids
      (``torch._refs``, ``torch._decomp``, ...: they are loaded, and refused, before the answer
      runs) or ``course_lib``.
@@ -37,7 +42,6 @@ import ctypes
 import errno
 import os
 import platform
-import re
 import struct
 import sys
 from collections.abc import Callable, Iterable
@@ -59,7 +63,15 @@ PROCESS_EVENTS = {
     "os.startfile": "starting a program (os.startfile)",
 }
 GC_EVENTS = ("gc.get_objects", "gc.get_referrers", "gc.get_referents")
-MEMORY_FILES = re.compile(r"^/proc/(self|thread-self|\d+)(/task/\d+)?/(mem|pagemap|map_files)")
+CODE_EVENTS = {  # ways to make code that the compiler did not check, and ways around paths
+    "code.__new__": "building a code object (types.CodeType, code.replace)",
+    "function.__new__": "building a function from a code object (types.FunctionType)",
+    "marshal.loads": "loading code with marshal",
+    "marshal.load": "loading code with marshal",
+    "os.chdir": "changing the working folder",
+    "os.symlink": "making a link (os.symlink)",
+    "os.link": "making a link (os.link)",
+}
 
 # --------------------------------------------------------------------------- the audit hook
 
@@ -68,37 +80,69 @@ def _refusal(what: str) -> RuntimeError:
     return RuntimeError(REFUSED_MESSAGE.format(what=what))
 
 
-def _opened_path(path: object) -> str:
-    """The absolute, resolved form of a path given to ``open`` (``""`` for a descriptor)."""
-    if isinstance(path, bytes):
-        path = os.fsdecode(path)
-    if not isinstance(path, str):
-        return ""
+PROCESS_NAMES = frozenset({"proc", "self", "thread-self", "mem", "pagemap", "map_files"})
+
+
+def _resolved(path: str) -> str:
+    """``path`` made absolute against the working folder, links resolved."""
     try:
         return os.path.realpath(path)
     except (OSError, ValueError):
         return os.path.abspath(path)
 
 
-def _module_files(prefixes: tuple[str, ...]) -> tuple[str, ...]:
-    """The files of the loaded modules named by ``prefixes``, as path prefixes: a package's
-    folder (``.../torch/_refs/``), a module's source and its compiled files."""
-    found = set()
+def _module_files(prefixes: tuple[str, ...]) -> tuple[tuple[str, ...], frozenset[str]]:
+    """Where the loaded modules named by ``prefixes`` live: path prefixes (a package's folder
+    with and without its final ``/``, a module's source and compiled files without their
+    extension) and the last names of those paths, to recognise a relative path."""
+    found, names = set(), set()
     for name, module in list(sys.modules.items()):
         if not any(name == p or name.startswith(p + ".") for p in prefixes):
             continue
         path = getattr(module, "__file__", None)
         if not isinstance(path, str):
             continue
-        path = os.path.realpath(path)
-        folder, file_name = os.path.split(path)
+        folder, file_name = os.path.split(os.path.realpath(path))
         stem = file_name.split(".")[0]
         if stem == "__init__":
-            found.add(folder + os.sep)
+            found.update((folder, folder + os.sep))
+            names.add(os.path.basename(folder))
         else:
             found.add(os.path.join(folder, stem) + ".")
             found.add(os.path.join(folder, "__pycache__", stem) + ".")
-    return tuple(sorted(found))
+            names.add(stem + ".")
+    return tuple(sorted(found)), frozenset(names)
+
+
+def path_refusal(
+    path: object, files: tuple[str, ...] = (), names: frozenset[str] = frozenset()
+) -> str:
+    """Why opening ``path`` is refused, or ``""``.
+
+    A path is judged as resolved against the working folder, and, when it is relative, by
+    its own parts too: relative to a folder opened before (``dir_fd``), it cannot be
+    resolved here. Refused: the files of processes (``/proc``: their memory among them) and
+    the files of the modules in ``files`` (``names`` are their last names)."""
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not isinstance(path, str):
+        return ""  # a descriptor: what it names was opened, and judged, before
+    resolved = _resolved(path)
+    parts = [p for p in os.path.normpath(path).split(os.sep) if p not in ("", ".", "..")]
+    relative = not os.path.isabs(path)
+    if (
+        resolved == "/proc"
+        or resolved.startswith("/proc/")
+        or (relative and any(p in PROCESS_NAMES or p.isdigit() for p in parts))
+    ):
+        return f"opening {path!r} (the files of processes, their memory among them)"
+    if (
+        resolved.startswith(files)
+        or resolved + os.sep in files
+        or (relative and any(p in names or p.startswith(tuple(names)) for p in parts))
+    ):
+        return f"opening {path!r} (a file of a module the exercise refuses)"
+    return ""
 
 
 def install_audit_hook(refused_modules: Iterable[str] = ()) -> None:
@@ -110,7 +154,7 @@ def install_audit_hook(refused_modules: Iterable[str] = ()) -> None:
     arguments, and a hook cannot be removed or reached (``gc`` is refused).
     """
     prefixes = tuple(refused_modules)
-    files = _module_files(prefixes)
+    files, names = _module_files(prefixes)
 
     def hook(
         event: str,
@@ -118,10 +162,11 @@ def install_audit_hook(refused_modules: Iterable[str] = ()) -> None:
         _prefixes: tuple[str, ...] = prefixes,
         _process: MappingProxyType = MappingProxyType(dict(PROCESS_EVENTS)),
         _gc: tuple[str, ...] = GC_EVENTS,
-        _memory: re.Pattern = MEMORY_FILES,
+        _code: MappingProxyType = MappingProxyType(dict(CODE_EVENTS)),
         _refusal: Callable[[str], RuntimeError] = _refusal,
-        _opened: Callable[[object], str] = _opened_path,
+        _path: Callable[..., str] = path_refusal,
         _files: tuple[str, ...] = files,
+        _names: frozenset[str] = names,
     ) -> None:
         if event in _process:
             raise _refusal(_process[event])
@@ -136,12 +181,12 @@ def install_audit_hook(refused_modules: Iterable[str] = ()) -> None:
             for prefix in _prefixes:
                 if name == prefix or name.startswith(prefix + "."):
                     raise _refusal(f"loading {name} again")
+        if event in _code:
+            raise _refusal(_code[event])
         if event == "open" and args:
-            path = _opened(args[0])
-            if _memory.match(path):
-                raise _refusal(f"opening {args[0]!r} (the memory of a process)")
-            if path.startswith(_files):
-                raise _refusal(f"loading {path} again (a module the exercise refuses)")
+            why = _path(args[0], _files, _names)
+            if why:
+                raise _refusal(why)
 
     sys.addaudithook(hook)
 

@@ -20,7 +20,8 @@ Modules, one concept each:
   :mod:`course_lib.exercises._engine`, one fresh process per case;
 - :mod:`~course_lib.grading.inprogress`: marks of the answers running, so that a run killed
   by an answer records it on the next run;
-- :mod:`~course_lib.grading.text`: student text made safe to print on a terminal;
+- :mod:`~course_lib.grading.text`: text from students and their code made safe to print on a
+  terminal, to store (SQLite, HTML) and to write in a CSV cell;
 - :mod:`~course_lib.grading.gradebook`: the SQLite gradebook;
 - :mod:`~course_lib.grading.batch`: grading everything that is not graded yet;
 - :mod:`~course_lib.grading.report`: grades.csv, results.csv, summary.csv and the summary
