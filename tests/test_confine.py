@@ -230,10 +230,8 @@ def test_the_audit_hook_refuses_a_refused_modules_file_by_a_folder_descriptor():
     assert "'tool.py' (a file of a module the exercise refuses)" in result["raised"]
 
 
-def test_a_module_not_loaded_before_is_still_imported_from_its_source(tmp_path):
+def test_a_module_not_loaded_before_is_still_imported_from_its_cached_bytecode():
     def work():
-        sys.dont_write_bytecode = True
-        sys.pycache_prefix = str(tmp_path / "none")
         sys.modules.pop("colorsys", None)
         import colorsys
 
@@ -269,3 +267,23 @@ def test_the_audit_hook_cannot_be_found_through_gc_to_be_changed():
         return [len([o for o in gc.get_objects() if getattr(o, "__name__", "") == "hook"])]
 
     assert "gc.get_objects" in in_child(work, hook=True)["raised"]
+
+
+def test_marshal_in_a_function_named_like_the_import_systems_is_refused_for_other_bytes():
+    import importlib.util
+
+    genuine = importlib.util.cache_from_source(json.tool.__file__)
+
+    def work():
+        namespace: dict = {}
+        source = (
+            "import marshal\n"
+            "def _compile_bytecode(data, bytecode_path):\n"
+            "    return marshal.loads(data)\n"
+        )
+        exec(compile(source, "<frozen importlib._bootstrap_external>", "exec"), namespace)
+        forged = __import__("marshal").dumps(compile("1", "s", "eval"))
+        return namespace["_compile_bytecode"](forged, genuine) is not None
+
+    assert os.path.exists(genuine)
+    assert "loading code with marshal" in in_child(work, hook=True)["raised"]

@@ -12,9 +12,10 @@ that nothing running in it can remove:
      ``gc.get_referrers`` and ``gc.get_referents``;
    - rewriting a function's body (setting ``__code__``), which could undo a refusal, and
      making code the compiler did not check (``types.CodeType``, ``code.replace``,
-     ``types.FunctionType``, ``marshal.loads``): forged bytecode reads and writes any
-     memory, which would undo everything (the case process compiles the modules it imports
-     from their source instead of loading cached bytecode);
+     ``types.FunctionType``, ``marshal``): forged bytecode reads and writes any memory,
+     which would undo everything. The import system may still load a module's cached
+     bytecode, when it is byte for byte the file of the Python installation or its packages
+     that the import system names;
    - ``ctypes`` (loading libraries, reading or writing memory, calling C);
    - starting a process (``os.fork``, ``os.exec*``, ``os.posix_spawn``, ``os.system``,
      ``subprocess``, ``pty.spawn``);
@@ -66,7 +67,6 @@ GC_EVENTS = ("gc.get_objects", "gc.get_referrers", "gc.get_referents")
 CODE_EVENTS = {  # ways to make code that the compiler did not check, and ways around paths
     "code.__new__": "building a code object (types.CodeType, code.replace)",
     "function.__new__": "building a function from a code object (types.FunctionType)",
-    "marshal.loads": "loading code with marshal",
     "marshal.load": "loading code with marshal",
     "os.chdir": "changing the working folder",
     "os.symlink": "making a link (os.symlink)",
@@ -114,6 +114,38 @@ def _module_files(prefixes: tuple[str, ...]) -> tuple[tuple[str, ...], frozenset
     return tuple(sorted(found)), frozenset(names)
 
 
+def _trusted_roots() -> tuple[str, ...]:
+    """The folders of the Python installation and its packages (read-only in grading)."""
+    import sysconfig
+
+    found = {os.path.realpath(p) for p in sysconfig.get_paths().values() if p}
+    found.update(os.path.realpath(p) for p in (sys.prefix, sys.base_prefix) if p)
+    for path in sys.path:
+        if path and os.path.isdir(path) and "-packages" in path:
+            found.add(os.path.realpath(path))
+    return tuple(sorted(p.rstrip(os.sep) + os.sep for p in found))
+
+
+def genuine_bytecode(data: object, roots: tuple[str, ...]) -> bool:
+    """Whether ``marshal.loads(data)`` is the import system loading a cached module: its
+    caller is importlib's ``_compile_bytecode``, and ``data`` is the file it names (a
+    ``.pyc`` under ``roots``) after its 16-byte header, byte for byte."""
+    frame = sys._getframe(2)  # 0: here, 1: the hook, 2: the caller of marshal.loads
+    if frame.f_code.co_name != "_compile_bytecode":
+        return False
+    path = frame.f_locals.get("bytecode_path")
+    if not isinstance(path, str) or not path.endswith(".pyc"):
+        return False
+    path = os.path.realpath(path)
+    if not path.startswith(roots):
+        return False
+    try:
+        with open(path, "rb") as cached:
+            return cached.read()[16:] == bytes(data)
+    except (OSError, TypeError, ValueError):
+        return False
+
+
 def path_refusal(
     path: object, files: tuple[str, ...] = (), names: frozenset[str] = frozenset()
 ) -> str:
@@ -155,6 +187,7 @@ def install_audit_hook(refused_modules: Iterable[str] = ()) -> None:
     """
     prefixes = tuple(refused_modules)
     files, names = _module_files(prefixes)
+    roots = _trusted_roots()
 
     def hook(
         event: str,
@@ -167,6 +200,8 @@ def install_audit_hook(refused_modules: Iterable[str] = ()) -> None:
         _path: Callable[..., str] = path_refusal,
         _files: tuple[str, ...] = files,
         _names: frozenset[str] = names,
+        _roots: tuple[str, ...] = roots,
+        _genuine: Callable[[object, tuple[str, ...]], bool] = genuine_bytecode,
     ) -> None:
         if event in _process:
             raise _refusal(_process[event])
@@ -183,6 +218,8 @@ def install_audit_hook(refused_modules: Iterable[str] = ()) -> None:
                     raise _refusal(f"loading {name} again")
         if event in _code:
             raise _refusal(_code[event])
+        if event == "marshal.loads" and not (args and _genuine(args[0], _roots)):
+            raise _refusal("loading code with marshal (only the import system may)")
         if event == "open" and args:
             why = _path(args[0], _files, _names)
             if why:

@@ -502,8 +502,6 @@ def _case_child(fds: list[int], config: dict[str, Any], workdir: str) -> None:
         sys.stdout = sys.stderr = captured
         sys.stdin = io.StringIO()
         sys.meta_path.insert(0, _NoCourseLib())
-        sys.dont_write_bytecode = True  # modules imported from now on are compiled from
-        sys.pycache_prefix = os.path.join(workdir, ".no-bytecode")  # source: no marshal
         _refuse.refuse_for_good(task.get("blocked", []), task.get("blocked_ops", []))
         _confine.confine((*_refuse.FRESH_IMPORTS_REFUSED, "course_lib"))
         _run_calls(task, lambda message: _send(3, message), captured, limits)
