@@ -768,11 +768,13 @@ def undo_everything_reachable() -> int:
 
 def test_no_library_or_undo_is_reachable_and_destroying_all_that_is_leaves_the_refusals():
     def attack() -> list[Any]:
+        gc.collect()  # garbage of earlier work, with its finalizers, goes first
         libraries = sum(isinstance(o, torch.library.Library) for o in gc.get_objects())
-        impls, finalizers = len(torch.library._impls), len(weakref.finalize._registry)
+        impls, finalizers = len(torch.library._impls), set(weakref.finalize._registry)
         _refuse.refuse_for_good(LAYER_NORM, list(NORMALIZATION))
         assert sum(isinstance(o, torch.library.Library) for o in gc.get_objects()) == libraries
-        assert (len(torch.library._impls), len(weakref.finalize._registry)) == (impls, finalizers)
+        assert len(torch.library._impls) == impls
+        assert set(weakref.finalize._registry) <= finalizers  # none added (some may have run)
         assert not any(isinstance(o, torch._C._DispatchModule) for o in gc.get_objects())
         for value in vars(_refuse).values():
             assert not isinstance(value, (torch.library.Library, torch._C._DispatchModule))

@@ -41,10 +41,12 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import os
 import platform
 import struct
 import sys
+import sysconfig  # here, before a grading worker drops to a user that may not read it
 from collections.abc import Callable, Iterable
 from types import MappingProxyType
 
@@ -114,10 +116,10 @@ def _module_files(prefixes: tuple[str, ...]) -> tuple[tuple[str, ...], frozenset
     return tuple(sorted(found)), frozenset(names)
 
 
-def _trusted_roots() -> tuple[str, ...]:
-    """The folders of the Python installation and its packages (read-only in grading)."""
-    import sysconfig
-
+@functools.lru_cache(maxsize=1)
+def trusted_roots() -> tuple[str, ...]:
+    """The folders of the Python installation and its packages (read-only in grading).
+    Computed once, by the fork server before it drops to a user of its own."""
     found = {os.path.realpath(p) for p in sysconfig.get_paths().values() if p}
     found.update(os.path.realpath(p) for p in (sys.prefix, sys.base_prefix) if p)
     for path in sys.path:
@@ -187,7 +189,7 @@ def install_audit_hook(refused_modules: Iterable[str] = ()) -> None:
     """
     prefixes = tuple(refused_modules)
     files, names = _module_files(prefixes)
-    roots = _trusted_roots()
+    roots = trusted_roots()
 
     def hook(
         event: str,

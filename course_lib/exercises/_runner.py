@@ -1030,6 +1030,7 @@ def serve(control: socket.socket, config: dict[str, Any]) -> int:
         torch.set_num_interop_threads(1)
     torch.zeros(4).sin().sum()  # lazy initialisation happens here, once, not in each case
     _refuse.preload()
+    _confine.trusted_roots()  # read now: the user below may not read the installation's paths
     if config.get("uid") is not None:
         _drop_privileges(config["uid"])
     _prctl(PR_SET_DUMPABLE, 0)  # cases cannot read this process's memory

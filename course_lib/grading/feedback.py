@@ -29,10 +29,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import torch
-
 from course_lib.exercises import CodeExercise, UnknownExerciseError, get_exercise
-from course_lib.exercises._evaluation import WHOLE_ANSWER_CHECKS
+from course_lib.exercises._evaluation import WHOLE_ANSWER_CHECKS, public_cases
 from course_lib.grading.text import storable
 
 if TYPE_CHECKING:
@@ -70,42 +68,15 @@ td, th { border: 1px solid #bbb; padding: 0.2em 0.6em; text-align: left; vertica
 # ----------------------------------------------------------------------------- hidden inputs
 
 
-def _same(a: object, b: object) -> bool:
-    """Whether two arguments of a case are equal (tensors entry by entry)."""
-    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        return (
-            isinstance(a, torch.Tensor)
-            and isinstance(b, torch.Tensor)
-            and a.shape == b.shape
-            and a.dtype == b.dtype
-            and bool(torch.equal(a, b))
-        )
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if type(a) is not type(b):
-        return False
-    if hasattr(a, "__dict__") and type(a).__eq__ is object.__eq__:  # e.g. a scorer: its data
-        return _same(vars(a), vars(b))
-    try:
-        return bool(a == b)
-    except Exception:  # an object without a meaningful ==: not known to be the same
-        return False
-
-
 def public_labels(exercise: CodeExercise, seed: int | None) -> set[str]:
     """The labels of the grading cases (of ``seed``) that students' own checks run too, with
-    the same arguments; every other case is hidden."""
+    the same arguments; every other case is hidden (and ran alone, see
+    :func:`course_lib.exercises._evaluation.public_cases`)."""
     if seed is None:
         return set()
-    public = {case.label: case for case in exercise.cases(exercise.seed)}
-    shown = set()
-    for case in exercise.cases(seed):
-        seen = public.get(case.label)
-        if seen is not None and _same(seen.args, case.args) and _same(seen.kwargs, case.kwargs):
-            shown.add(case.label)
-    return shown
+    cases = list(exercise.cases(seed))
+    shown = public_cases(exercise, cases)
+    return {case.label for case, public in zip(cases, shown, strict=True) if public}
 
 
 @functools.lru_cache(maxsize=256)
