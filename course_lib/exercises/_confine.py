@@ -93,10 +93,12 @@ def _resolved(path: str) -> str:
         return os.path.abspath(path)
 
 
-def _module_files(prefixes: tuple[str, ...]) -> tuple[tuple[str, ...], frozenset[str]]:
+@functools.lru_cache(maxsize=4)
+def module_files(prefixes: tuple[str, ...]) -> tuple[tuple[str, ...], frozenset[str]]:
     """Where the loaded modules named by ``prefixes`` live: path prefixes (a package's folder
     with and without its final ``/``, a module's source and compiled files without their
-    extension) and the last names of those paths, to recognise a relative path."""
+    extension) and the last names of those paths, to recognise a relative path. Computed
+    once per fork server (see :func:`course_lib.exercises._runner.serve`), not per case."""
     found, names = set(), set()
     for name, module in list(sys.modules.items()):
         if not any(name == p or name.startswith(p + ".") for p in prefixes):
@@ -188,7 +190,7 @@ def install_audit_hook(refused_modules: Iterable[str] = ()) -> None:
     arguments, and a hook cannot be removed or reached (``gc`` is refused).
     """
     prefixes = tuple(refused_modules)
-    files, names = _module_files(prefixes)
+    files, names = module_files(prefixes)
     roots = trusted_roots()
 
     def hook(

@@ -105,6 +105,7 @@ PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
 CONTROL_SIZE = 4096  # bytes of one control message between the grader and a fork server
 ENGINE_FILES = ("_runner.py", "_confine.py", "_refuse.py")  # what a fork server runs
+REFUSED_MODULES = (*_refuse.FRESH_IMPORTS_REFUSED, "course_lib")  # never loaded afresh
 DEFAULT_LIMITS = {"memory_mb": 1024, "processes": 8, "file_mb": 16}  # per task, everywhere
 OPERATOR_KEYS = (  # dispatch keys whose kernels a blocked operator loses (Meta: shapes only)
     "CompositeImplicitAutograd",
@@ -503,7 +504,7 @@ def _case_child(fds: list[int], config: dict[str, Any], workdir: str) -> None:
         sys.stdin = io.StringIO()
         sys.meta_path.insert(0, _NoCourseLib())
         _refuse.refuse_for_good(task.get("blocked", []), task.get("blocked_ops", []))
-        _confine.confine((*_refuse.FRESH_IMPORTS_REFUSED, "course_lib"))
+        _confine.confine(REFUSED_MODULES)
         _run_calls(task, lambda message: _send(3, message), captured, limits)
     except BaseException as error:  # the grader reports what happened
         with contextlib.suppress(BaseException):
@@ -1031,6 +1032,7 @@ def serve(control: socket.socket, config: dict[str, Any]) -> int:
     torch.zeros(4).sin().sum()  # lazy initialisation happens here, once, not in each case
     _refuse.preload()
     _confine.trusted_roots()  # read now: the user below may not read the installation's paths
+    _confine.module_files(REFUSED_MODULES)  # once here, inherited by every case process
     if config.get("uid") is not None:
         _drop_privileges(config["uid"])
     _prctl(PR_SET_DUMPABLE, 0)  # cases cannot read this process's memory
