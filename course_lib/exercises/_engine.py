@@ -200,6 +200,17 @@ class Engine:
             self.process.wait()
             self.process = None
 
+    def _receive(self) -> Any:
+        """The fork server's next message, which has begun to arrive."""
+        assert self.control is not None
+        try:
+            message, _ = receive_frame(self.control)
+        except (OSError, ProtocolError) as error:
+            raise EngineLost(f"{SERVER} ended ({error})") from None
+        if message is None:
+            raise EngineLost(f"{SERVER} ended")
+        return message
+
     def _report(self, deadline: float, stopped: Callable[[], bool] | None) -> Any:
         """The fork server's next message, waiting until ``deadline`` at most, and looking
         every ``STOP_CHECK`` seconds whether it was stopped."""
@@ -208,15 +219,9 @@ class Engine:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise EngineLost("the process that runs the answers stopped answering")
+                raise EngineLost(f"{SERVER} stopped answering")
             if select.select([self.control], [], [], min(STOP_CHECK, remaining))[0]:
-                try:
-                    message, _ = receive_frame(self.control)
-                except (OSError, ProtocolError) as error:
-                    raise EngineLost(f"the process that runs the answers ended ({error})") from None
-                if message is None:
-                    raise EngineLost("the process that runs the answers ended")
-                return message
+                return self._receive()
             if stopped is not None and stopped():
                 raise EngineLost(_STOPPED.format(seconds=time.monotonic() - sent))
 
@@ -341,7 +346,7 @@ class Engine:
         """Run one case; its messages, the fork server's report, why its results were cut
         short (or ``""``), and the descriptor of its output file (the caller closes it)."""
         if not self.running or self.control is None:
-            raise EngineLost("the process that runs the answers is not running")
+            raise EngineLost(f"{SERVER} is not running")
         task_file = tempfile.TemporaryFile()
         with tempfile.TemporaryFile() as output_file:  # unlinked: only the descriptor stays
             output_fd = os.dup(output_file.fileno())
@@ -383,7 +388,7 @@ class Engine:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise EngineLost("the process that runs the answers stopped answering")
+                raise EngineLost(f"{SERVER} stopped answering")
             watched = [self.control, reader] if reading else [self.control]
             ready = select.select(watched, [], [], min(STOP_CHECK, remaining))[0]
             if reader in ready:
@@ -394,12 +399,7 @@ class Engine:
                         with contextlib.suppress(OSError):
                             send_frame(self.control, {"kill": True})
             if self.control in ready:
-                try:
-                    report, _ = receive_frame(self.control)
-                except (OSError, ProtocolError) as error:
-                    raise EngineLost(f"the process that runs the answers ended ({error})") from None
-                if report is None:
-                    raise EngineLost("the process that runs the answers ended")
+                report = self._receive()
                 if not isinstance(report, dict):
                     raise EngineLost(f"{SERVER} sent {str(report)[:200]!r}")
                 return report

@@ -72,7 +72,6 @@ __all__ = [
     "blocked_message",
     "preload",
     "refuse_for_good",
-    "refused_module_files",
 ]
 
 FRESH_IMPORTS_REFUSED = (  # module prefixes a case process may not load afresh
@@ -196,21 +195,6 @@ def preload() -> None:
     _note_implementations()
     for free in range(16):  # the closures of decorators, compiled once here
         _refusing_code(free)
-
-
-def refused_module_files() -> frozenset[str]:
-    """The source files of the loaded modules that :data:`FRESH_IMPORTS_REFUSED` covers.
-
-    ``importlib.reload`` and ``exec_module`` run a module's code again without an ``import``
-    audit event, making fresh, unrefused functions: a hook can refuse the ``exec`` event of
-    a code object whose ``co_filename`` is one of these."""
-    files = set()
-    for name, module in list(sys.modules.items()):
-        if any(name == p or name.startswith(p + ".") for p in FRESH_IMPORTS_REFUSED):
-            path = getattr(module, "__file__", None)
-            if path:
-                files.add(path)
-    return frozenset(files)
 
 
 def _kernels(qualified: str) -> list[tuple[str, str]]:

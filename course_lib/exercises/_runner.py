@@ -66,7 +66,7 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable
-from typing import Any, BinaryIO
+from typing import Any
 
 try:  # POSIX; imported here, before a grading worker drops to a user that may not read them
     import fcntl
@@ -82,7 +82,7 @@ else:  # run as a script (the fork server): its two companions were put beside i
     import _refuse  # type: ignore[no-redef]
 
 HEADER = struct.Struct(">Q")
-MAX_MESSAGE = 64 * 2**20  # bytes of one message between the grader and a worker
+MAX_MESSAGE = 64 * 2**20  # bytes of the task a case process reads
 MAX_CHILD_MESSAGE = 32 * 2**20  # bytes of one message from a child to its worker
 MAX_ENTRIES = 1_000_000  # entries of a returned tensor that are sent back
 MAX_PARTS = 8  # items of a returned tuple that are described one by one
@@ -121,48 +121,6 @@ OPERATOR_KEYS = (  # dispatch keys whose kernels a blocked operator loses (Meta:
 
 class ProtocolError(Exception):
     """A message was malformed, too large, or the other side went away."""
-
-
-def write_message(stream: BinaryIO, data: object) -> None:
-    """Write ``data`` as JSON with an 8-byte length in front, and flush."""
-    payload = json.dumps(data, separators=(",", ":")).encode("utf-8")
-    stream.write(HEADER.pack(len(payload)) + payload)
-    stream.flush()
-
-
-def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
-    parts = []
-    while size:
-        if deadline is not None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
-                raise TimeoutError
-        chunk = os.read(fd, min(size, 2**20))
-        if not chunk:
-            raise ProtocolError("the other side closed the channel")
-        parts.append(chunk)
-        size -= len(chunk)
-    return b"".join(parts)
-
-
-def read_message(fd: int, *, deadline: float | None = None, limit: int = MAX_MESSAGE) -> Any:
-    """Read one message from the file descriptor ``fd``.
-
-    Raises:
-        TimeoutError: nothing complete arrived before ``deadline`` (``time.monotonic()``).
-        ProtocolError: end of file, a message longer than ``limit`` bytes, or not JSON.
-    """
-    (size,) = HEADER.unpack(_read_exactly(fd, HEADER.size, deadline))
-    if size > limit:
-        raise ProtocolError(f"a message of {size} bytes is longer than {limit}")
-    payload = _read_exactly(fd, size, deadline)
-    try:
-        return json.loads(payload.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as error:
-        raise ProtocolError(f"a message is not JSON ({error})") from None
-
-
-# --------------------------------------------------------------------------- values
 
 
 def encode_value(value: Any, *, nested: bool = False) -> dict[str, Any]:
@@ -765,11 +723,6 @@ def descendants(root: int, table: dict[int, list[str]] | None = None) -> list[in
     return found
 
 
-def _living_descendants(root: int) -> list[int]:
-    table = processes()
-    return [pid for pid in descendants(root, table) if table[pid][0] != "Z"]
-
-
 def _kill_until_none(find: Callable[[], list[int]], pause: float) -> None:
     """Kill the processes ``find`` returns, again and again, until it returns none (a
     process may start others while it is being killed); at most 100 rounds."""
@@ -781,45 +734,6 @@ def _kill_until_none(find: Callable[[], list[int]], pause: float) -> None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
         time.sleep(pause)
-
-
-def _kill_strays(child: int, pid_namespace: bool) -> None:
-    """Kill the child and every process it started; in our own PID namespace, every process
-    but the namespace's init and this one.
-
-    The child is stopped first, so that it starts nothing more. The processes below it, even
-    those that left its session or lost their parent (the child is their subreaper), are
-    killed until none is left, then the child's process group and the child itself.
-    """
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(child, signal.SIGSTOP)
-    _kill_until_none(lambda: _living_descendants(child), 0.002)
-    for kill in (os.killpg, os.kill):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            kill(child, signal.SIGKILL)
-    if pid_namespace:
-        me = os.getpid()
-        _kill_until_none(
-            lambda: [
-                pid
-                for pid, fields in processes().items()
-                if pid not in (1, me, child) and fields[0] != "Z"  # init reaps zombies
-            ],
-            0.01,
-        )
-
-
-def _read_output(fd: int) -> str:
-    """What the child printed (from the output file's descriptor: the child may have
-    removed the file's name), truncated."""
-    try:
-        size = os.fstat(fd).st_size
-        data = os.pread(fd, MAX_OUTPUT * 4, 0)
-    except OSError:
-        return ""
-    text = data.decode("utf-8", "backslashreplace")[:MAX_OUTPUT]  # as much as print keeps
-    extra = size - len(text.encode("utf-8", "backslashreplace"))
-    return text + (f"\n... ({extra} more bytes not shown)" if extra > 0 else "")
 
 
 def _remove_tree(path: str) -> None:
