@@ -39,6 +39,21 @@ CHAPTERS = ROOT / "chapters"
 NODE_MODULES = ROOT / "node_modules"
 NODE_STAMP = NODE_MODULES / ".course-stamp"
 MIN_PYTHON = (3, 10)
+# How every chapter computes when its outputs are stored (`execute`) and when nbval runs it again
+# (`test`): PyTorch's AVX2 kernels, MKL's AVX2 branch in its reproducible mode (the same bits
+# on every x86-64 processor with AVX2, whatever the number of threads) and one thread per
+# kernel. A model trained for a few hundred steps amplifies a difference in the last bit of one
+# matrix product into other printed numbers: without these, a processor with AVX-512 and one
+# without printed different accuracies for the same seed (issue 29). The tests run with them
+# too (conftest.py), the student-install test included: a test's verdict may not depend on
+# the processor it ran on.
+NUMERICS = {
+    "ATEN_CPU_CAPABILITY": "avx2",
+    "MKL_CBWR": "AVX2,STRICT",
+    "ONEDNN_MAX_CPU_ISA": "AVX2",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
 
 
 def say(message: str) -> None:
@@ -142,13 +157,19 @@ def book(extra: list[str]) -> None:
     say(f"book built in {time.perf_counter() - started:.0f} s: {ROOT / '_build' / 'html'}")
 
 
+# One pytest-xdist worker per core, each test group (conftest.py) on one worker, the groups in
+# the order conftest.py gives them; the 15 slowest tests printed at the end of every run.
+# Options given after `test` come later and win (`tasks.py test -n 0` runs in one process).
+PARALLEL = ("-n", "auto", "--dist", "loadgroup", "--no-loadscope-reorder", "--durations=15")
+
+
 def test(extra: list[str]) -> None:
     """Lint, then run the whole pytest suite (library, nbval over chapters/, book build)."""
     setup()
     started = time.perf_counter()
     run(VENV_PYTHON, "-m", "ruff", "check", ".")
     run(VENV_PYTHON, "-m", "ruff", "format", "--check", ".")
-    run(VENV_PYTHON, "-m", "pytest", *extra)
+    run(VENV_PYTHON, "-m", "pytest", *PARALLEL, *extra)
     say(f"all tests passed in {time.perf_counter() - started:.0f} s")
 
 
@@ -198,7 +219,7 @@ def run_notebook(path: Path, timeout: int = 300):
         # A fresh, empty progress store: the stored notebook shows every exercise unanswered.
         # The explorers are built for the book: every state a reader can reach is stored
         # (course_lib/explorers/base.py).
-        settings = {"COURSE_LIB_HOME": home, "COURSE_EXPLORERS": "book"}
+        settings = {"COURSE_LIB_HOME": home, "COURSE_EXPLORERS": "book", **NUMERICS}
         previous = {name: os.environ.get(name) for name in settings}
         os.environ.update(settings)
         try:

@@ -27,6 +27,7 @@ import json
 import os
 import re
 import threading
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -57,7 +58,10 @@ CHROMIUM_ARGS = [
     "--disable-domain-reliability",
     "--metrics-recording-only",
 ]
-RENDER_TIMEOUT_MS = 30_000
+# Waits in the browser are for a condition (widgets drawn, maths typeset, requests answered),
+# never for a stretch of quiet; this limit only ends a wait that would hang, and is long enough
+# for a machine whose two cores are both busy with other work (issue 29).
+RENDER_TIMEOUT_MS = 120_000
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,7 @@ class Visit:
     errors: list[str] = field(default_factory=list)  # console errors and uncaught exceptions
     failed: list[str] = field(default_factory=list)  # failed requests and HTTP errors
     blocked: list[str] = field(default_factory=list)  # requests that left 127.0.0.1
+    pending: set = field(default_factory=set)  # requests sent and not yet answered
     facts: dict = field(default_factory=dict)  # collected in the page by COLLECT_JS
     screenshot: Path | None = None
 
@@ -437,6 +442,19 @@ FIGURE_IMAGES_JS = """() => {
     });
 }"""
 IMAGES_LOADED_JS = "() => [...document.images].every((img) => img.complete)"
+FONTS_LOADED_JS = "() => document.fonts.ready.then(() => document.fonts.status)"
+
+
+def wait_for_requests(page, visit: Visit) -> None:
+    """Wait until every request the page has sent is answered (or refused), however long the
+    machine takes; a page still asking after RENDER_TIMEOUT_MS is recorded as an error."""
+    deadline = time.monotonic() + RENDER_TIMEOUT_MS / 1000
+    while visit.pending:
+        if time.monotonic() > deadline:
+            unanswered = sorted(request.url for request in visit.pending)
+            visit.errors.append(f"requests still unanswered: {unanswered}")
+            return
+        page.wait_for_timeout(50)  # lets Playwright deliver the page's events
 
 
 class BrowserBook:
@@ -502,6 +520,7 @@ class BrowserBook:
                 visit.errors.append(f"console: {message.text} ({where})")
 
         def request_failed(request):
+            visit.pending.discard(request)
             if request.url.startswith(self.base):  # the others are the blocked ones
                 visit.failed.append(f"{request.url}: {request.failure}")
 
@@ -511,6 +530,8 @@ class BrowserBook:
 
         page.on("console", console)
         page.on("pageerror", lambda error: visit.errors.append(f"uncaught: {error}"))
+        page.on("request", lambda request: visit.pending.add(request))
+        page.on("requestfinished", lambda request: visit.pending.discard(request))
         page.on("requestfailed", request_failed)
         page.on("response", response)
         return context, page
@@ -530,7 +551,8 @@ class BrowserBook:
             except PlaywrightTimeout:  # the checks below say which widgets are missing
                 visit.errors.append(f"widgets not rendered within {RENDER_TIMEOUT_MS} ms")
             visit.facts["mathjax_state"] = page.evaluate(MATHJAX_DONE_JS)
-            page.wait_for_load_state("networkidle")
+            page.evaluate(FONTS_LOADED_JS)
+            wait_for_requests(page, visit)
             page.wait_for_function(IMAGES_LOADED_JS, timeout=RENDER_TIMEOUT_MS)
             visit.facts.update(page.evaluate(COLLECT_JS))
             visit.facts.update(page.evaluate(LAYOUT_JS))

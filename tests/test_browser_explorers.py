@@ -14,7 +14,8 @@ one (a control with two values is switched and switched back). After each move:
 - something the explorer shows changed.
 
 No console error may appear and no request may leave 127.0.0.1. The pages' sizes and load times
-are checked against the issue's budgets.
+are checked against the issue's budgets (the load time against the
+same page without its stored states).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from conftest import ROOT, WIDGET_STATE, WIDGET_VIEW, read_notebook
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 CHAPTER_PAGES = [name for name in PAGES if (ROOT / f"{name}.ipynb").is_file()]
-MOVE_TIMEOUT_MS = 5_000
+# A wait for a condition: only a control that never shows its state, or a hang, reaches it.
+MOVE_TIMEOUT_MS = 60_000
 
 # The built pages' sizes before issue 20 (bytes, the book built from c80e2b8): a page with its
 # explorers' stored states may be at most 4 MB larger.
@@ -55,7 +57,11 @@ BYTES_BEFORE = {
 # 386 kB): its text, figures and stored states may likewise add at most 4 MB.
 NEW_PAGE_BEFORE = max(BYTES_BEFORE.values())
 MORE_BYTES_ALLOWED = 4 * 1024 * 1024
-LOAD_BUDGET_MS = 2_000
+# Issue 20 allowed a page with explorers 2 s to its load event; on a quiet machine the libraries
+# every chapter page loads (widget manager, Font Awesome, MathJax) take 1.4-1.8 s of that, with
+# or without the stored states. What the states may add is now measured against the same page
+# without them, in one run (issue 29): at most a third more.
+LOAD_SLOWDOWN_ALLOWED = 4 / 3
 
 # What Chromium shows of one explorer: its visible controls and its visible stored states.
 EXPLORER_JS = """(index) => {
@@ -219,7 +225,7 @@ class ExplorerOnPage:
 
     def wait_until_consistent(self, moved: str | None = None, target: int | None = None) -> dict:
         """What the explorer shows once control ``moved`` shows ``target`` and every part the
-        stored state for the controls' indices (asserted after a few seconds)."""
+        stored state for the controls' indices (asserted when MOVE_TIMEOUT_MS has passed)."""
         deadline = time.monotonic() + MOVE_TIMEOUT_MS / 1000
         while True:
             seen = self.look()
@@ -303,20 +309,43 @@ def test_a_page_with_its_stored_states_is_at_most_4_mb_larger_than_before(book_h
     )
 
 
+def without_stored_states(html: str) -> str:
+    """The page's HTML with its stored widget state emptied: the same text, figures, libraries
+    and widget views, none of the models the views show."""
+    soup = BeautifulSoup(html, "html.parser")
+    script = soup.find("script", type=WIDGET_STATE)
+    script.string = json.dumps({"version_major": 2, "version_minor": 0, "state": {}})
+    return str(soup)
+
+
+def load_event_ms(book, name: str, html: str) -> float:
+    """Milliseconds from navigation to the end of the load event of page ``name`` served as
+    ``html`` (everything else the page asks for comes from the book's server)."""
+    visit = Visit(name=f"{name} (load time)", url=book.url(name))
+    context, page = book.new_page(visit, 1366, 768)
+    try:
+        page.route(visit.url, lambda route: route.fulfill(body=html, content_type="text/html"))
+        page.goto(visit.url, wait_until="load")
+        return page.evaluate("() => performance.getEntriesByType('navigation')[0].loadEventEnd")
+    finally:
+        context.close()
+
+
 @pytest.mark.parametrize("name", EXPLORER_PAGES)
-def test_a_page_with_explorers_loads_in_under_2_seconds(book, name):
-    best = float("inf")
-    for _ in range(3):  # the best of three loads: other work on the machine only slows one
-        visit = Visit(name=f"{name} (load time)", url=book.url(name))
-        context, page = book.new_page(visit, 1366, 768)
-        try:
-            page.goto(visit.url, wait_until="load")
-            loaded = page.evaluate(
-                "() => performance.getEntriesByType('navigation')[0].loadEventEnd"
-            )
-        finally:
-            context.close()
-        best = min(best, loaded)
-        if best < LOAD_BUDGET_MS:
-            break
-    assert best < LOAD_BUDGET_MS, f"{name}: the load event came after {best:.0f} ms"
+def test_wall_clock_stored_states_make_a_page_load_at_most_a_third_slower(book, name):
+    """The page with its stored states against the same page without them, loaded in turns
+    in the same browser, three times each: the best of each is compared, so that other work
+    on the machine slows both alike and a burst of it slows neither best."""
+    html = (book.html / f"{name}.html").read_text(encoding="utf-8")
+    emptied = without_stored_states(html)
+    assert len(html) - len(emptied) > 10_000, f"{name} stores no explorer states"
+    best = {"with states": float("inf"), "without": float("inf")}
+    for _ in range(3):
+        best["with states"] = min(best["with states"], load_event_ms(book, name, html))
+        best["without"] = min(best["without"], load_event_ms(book, name, emptied))
+    ratio = best["with states"] / best["without"]
+    print(f"{name}: {best['with states']:.0f} ms with states, {best['without']:.0f} without")
+    assert ratio < LOAD_SLOWDOWN_ALLOWED, (
+        f"{name}: the load event came after {best['with states']:.0f} ms with the stored "
+        f"states and {best['without']:.0f} ms without them ({ratio:.2f} times)"
+    )

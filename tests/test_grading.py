@@ -787,7 +787,7 @@ def test_regrade_with_a_new_seed_runs_every_code_answer_again(tmp_path):
     ).fetchone() == ("31337",)
 
 
-def test_a_submission_has_a_time_limit_for_all_its_code_together(tmp_path):
+def test_wall_clock_a_submission_has_a_time_limit_for_all_its_code_together(tmp_path):
     (tmp_path / "in").mkdir()
     loop = "while True:\n    pass"
     rotation = code(

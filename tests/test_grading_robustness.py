@@ -209,7 +209,9 @@ def stopped(tmp_path_factory) -> dict:
 
 
 @pytest.mark.parametrize("student", STOPPING)
-def test_a_worker_stopped_by_the_code_is_noticed_within_a_second_and_named(stopped, student):
+def test_wall_clock_a_worker_stopped_by_the_code_is_noticed_within_a_second_and_named(
+    stopped, student
+):
     row = stopped["results"][(student, "positional-encoding")]
     assert stopped["status"] == 0, stopped["printed"]
     assert row["status"] == "error" and row["points"] == 0
@@ -291,7 +293,9 @@ def test_each_submission_is_committed_as_it_finishes_so_a_killed_run_keeps_them(
     assert len(results(out)) == 2 * len(graded)  # each graded submission has all its results
 
 
-def test_an_answer_running_when_the_grader_was_killed_is_recorded_and_not_run_again(tmp_path):
+def test_wall_clock_an_answer_running_when_the_grader_was_killed_is_recorded_and_not_run_again(
+    tmp_path,
+):
     inbox, out = tmp_path / "in", tmp_path / "out"
     inbox.mkdir()
     write(inbox, "ana", document("ana", everything_right()))

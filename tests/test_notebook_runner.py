@@ -44,7 +44,7 @@ def test_waiting_for_ever_is_asked_a_second_at_a_time():
     assert asked == [1.0] * 5
 
 
-def test_the_timeout_still_ends_the_wait_with_empty():
+def test_wall_clock_the_timeout_still_ends_the_wait_with_empty_within_5_s():
     async def get_msg(timeout=None):
         await asyncio.sleep(timeout)
         raise queue.Empty

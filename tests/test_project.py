@@ -1,5 +1,7 @@
 """The project's own files pin the environment and declare the package as the course needs."""
 
+import ast
+import re
 import subprocess
 import sys
 import tomllib
@@ -83,3 +85,30 @@ def test_readme_chapter_table_has_a_row_for_every_chapter():
     for notebook in sorted((ROOT / "chapters").glob("*.ipynb")):
         name = f"`chapters/{notebook.name}`"
         assert any(name in row for row in rows), f"README's chapter table lacks {name}"
+
+
+# A test asserts on elapsed time when it subtracts two readings of a clock, compares the
+# seconds a grade recorded, or times a page load.
+ELAPSED = re.compile(
+    r"(monotonic|perf_counter)\(\) - |\[\"seconds\"\] <|load_event_ms\(", re.MULTILINE
+)
+
+
+def test_a_test_that_asserts_on_elapsed_time_says_wall_clock_in_its_name():
+    unnamed = []
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        source = path.read_text(encoding="utf-8")
+        lines = source.splitlines()
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                body = "\n".join(lines[node.lineno - 1 : node.end_lineno])
+                if ELAPSED.search(body) and "wall_clock" not in node.name:
+                    unnamed.append(f"{path.name}::{node.name}")
+    assert unnamed == []
+
+
+def test_the_test_command_runs_on_every_core_and_prints_the_slowest_tests():
+    import tasks
+
+    assert tasks.PARALLEL[:4] == ("-n", "auto", "--dist", "loadgroup")
+    assert "--durations=15" in tasks.PARALLEL

@@ -971,7 +971,7 @@ def test_reloading_a_refused_module_is_refused_by_the_case_processes_hook():
 
 
 @pytest.mark.parametrize("ops", [NORMALIZATION, ATTENTION, EMBEDDING], ids=["norm", "att", "emb"])
-def test_refuse_for_good_takes_a_few_milliseconds_in_a_fresh_fork(ops):
+def test_wall_clock_refuse_for_good_takes_under_60_ms_in_a_fresh_fork(ops):
     def timed() -> float:
         start = time.perf_counter()
         _refuse.refuse_for_good(LAYER_NORM, list(ops))
