@@ -64,6 +64,7 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: rank.get(group_of(item.nodeid), len(rank)))
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, absent with -p no:xdist
 def pytest_xdist_make_scheduler(config, log):
     """With ``--dist loadgroup``, pytest-xdist hands out the groups of ``group_of``."""
     if config.getoption("dist") != "loadgroup":
