@@ -59,6 +59,12 @@ def group_of(nodeid: str) -> str:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    # BOOK_MODULES is written out because the scheduler sees only node ids; a module that
+    # uses the built book and is missing there would build it again on another worker.
+    uses_book = [i for i in items if "book_html" in getattr(i, "fixturenames", ())]
+    outside = sorted({i.nodeid.split("::", 1)[0] for i in uses_book} - BOOK_MODULES)
+    if outside:
+        raise pytest.UsageError(f"conftest.BOOK_MODULES misses {outside}, which use the book")
     rank = {group: place for place, group in enumerate(LONGEST_GROUPS)}
     # a stable sort: the tests of a group keep their order
     items.sort(key=lambda item: rank.get(group_of(item.nodeid), len(rank)))
