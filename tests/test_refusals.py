@@ -17,6 +17,7 @@ import json
 import math
 import os
 import statistics
+import subprocess
 import sys
 import time
 import types
@@ -944,6 +945,27 @@ def test_preload_loads_every_module_whose_functions_are_refused():
     for prefix in ("torch._refs", "torch._decomp.decompositions", "torch._meta_registrations"):
         assert prefix in sys.modules
     assert {"torch._refs", "torch._decomp"} <= set(_refuse.FRESH_IMPORTS_REFUSED)
+
+
+FIRST_USE = """
+import sys, torch
+from course_lib.exercises import _refuse
+_refuse.preload()
+before = set(sys.modules)
+from torch._decomp.decompositions import scaled_dot_product_flash_attention_for_cpu
+q = torch.randn(1, 1, 3, 4)
+scaled_dot_product_flash_attention_for_cpu(q, q, q, scale=0.5)
+print(sorted(set(sys.modules) - before))
+"""
+
+
+def test_after_preload_a_python_decomposition_imports_nothing_on_its_first_use():
+    # torch._check imports sympy on its first call: in each case process, that was about
+    # 1 s of the answer's time limit (a timeout on a busy machine); the fork server does it
+    printed = subprocess.run(
+        [sys.executable, "-c", FIRST_USE], capture_output=True, text=True, check=True
+    ).stdout
+    assert printed.strip() == "[]", printed
 
 
 def test_reloading_a_refused_module_is_refused_by_the_case_processes_hook():

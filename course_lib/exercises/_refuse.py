@@ -115,6 +115,13 @@ PRELOADED = (  # what preload imports: everything refuse_for_good may have to re
     "torch._native.ops.norm.rmsnorm_impl",
 )
 
+FIRST_USE_IMPORTS = (  # what torch imports the first time it is used, not when imported
+    # torch._check (called by torch's Python functions and decompositions) imports the
+    # symbolic shapes and with them sympy: about 1 s, which every case process would
+    # otherwise spend again out of its time limit (6 to 10 s on a busy machine)
+    "torch.fx.experimental.symbolic_shapes",
+)
+
 PYTHON_RELATIVES: dict[str, tuple[tuple[str, str], ...]] = {
     # Python functions that compute what an operator computes, refused with it: helpers of
     # its decompositions, and Python implementations that do not call the operator.
@@ -184,7 +191,7 @@ def preload() -> None:
 
     import torch
 
-    for name in PRELOADED:
+    for name in PRELOADED + FIRST_USE_IMPORTS:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
     with contextlib.suppress(Exception):  # vmap's Python decompositions, loaded on first use
