@@ -482,7 +482,10 @@ def graded(tmp_path_factory) -> dict[str, tuple[str, str]]:
     for index, (exercise_id, answer, _) in enumerate(ROUTES):
         record = get_exercise(exercise_id).answer_record(answer)
         write(inbox, f"r{index:02d}", document(f"r{index:02d}", [entry(exercise_id, record)]))
-    status, printed = grade(inbox, "--out", out, "--seed", SEED, "--jobs", 2, "--quiet")
+    # refusals are tested here, not time limits: one only a hang reaches
+    status, printed = grade(
+        inbox, "--out", out, "--seed", SEED, "--jobs", 2, "--timeout", 60, "--quiet"
+    )
     assert status == 0, printed
     with sqlite3.connect(out / "gradebook.sqlite") as db:
         rows = db.execute(

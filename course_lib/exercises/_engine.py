@@ -479,12 +479,15 @@ def local_engine() -> Engine:
         return engine
 
 
-def run_locally(task: dict[str, Any], deadline: float) -> dict[str, Any]:
-    """Run ``task`` for a student's check; an interrupt (Ctrl-C) ends the fork server and
-    the case with it, and a lost fork server is started again for the next check."""
+def run_locally(task: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """Run ``task`` for a student's check, within ``seconds`` counted from when the fork
+    server is ready: starting it (the first check of a kernel, about as long as importing
+    torch, far longer on a busy machine) is not the answer's time. An interrupt (Ctrl-C)
+    ends the fork server and the case with it, and a lost fork server is started again for
+    the next check."""
     engine = local_engine()
     try:
-        return engine.run_task(task, deadline)
+        return engine.run_task(task, time.monotonic() + seconds)
     except EngineLost as error:
         _stop_local()
         return {

@@ -479,9 +479,8 @@ def run_locally(
         return refused
     prepared = prepare(exercise, seed)
     task = make_task(exercise, answer, prepared, timeout)
-    deadline = time.monotonic() + timeout
     if can_fork():
-        outcome = _engine.run_locally(task, deadline)
+        outcome = _engine.run_locally(task, timeout)
     else:
-        outcome = _runner.run_task_in_thread(task, deadline)
+        outcome = _runner.run_task_in_thread(task, time.monotonic() + timeout)
     return interpret(exercise, prepared, outcome, timeout)
