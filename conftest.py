@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import shutil
 import tempfile
+import time
 
 import pytest
 
-from tasks import NUMERICS
+from tasks import NUMERICS, STUDENT_KERNEL, student_fingerprint, student_kernels, student_python
 
 # Nothing is downloaded at test time: transformers (the oracle of tests/test_huggingface.py)
 # and huggingface_hub work offline, in this process and in the notebook kernels it starts.
@@ -25,6 +27,33 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # runs two of them on the machine's two cores).
 os.environ.update(NUMERICS)
 
+# The student's environment in which nbval runs the chapters (tasks.student_python): one per
+# run, made by the first worker that needs it while the others wait. The folder is chosen here,
+# in the process that starts pytest, and so is what the environment is made of (files edited
+# during the run change nothing); xdist's workers inherit both. A folder given in
+# COURSE_LIB_STUDENT_DIR is kept, and reused while what the environment is made of is unchanged.
+if "COURSE_LIB_STUDENT_DIR" not in os.environ:
+    os.environ["COURSE_LIB_STUDENT_DIR"] = tempfile.mkdtemp(prefix="course-student-")
+    atexit.register(shutil.rmtree, os.environ["COURSE_LIB_STUDENT_DIR"], ignore_errors=True)
+os.environ.setdefault("COURSE_LIB_STUDENT_MADE_OF", student_fingerprint())
+os.environ["JUPYTER_PATH"] = os.pathsep.join(
+    filter(None, [str(student_kernels()), os.environ.get("JUPYTER_PATH")])
+)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Before nbval starts a chapter's kernel: the student's environment it runs in."""
+    if item.config.getoption("nbval_kernel_name", None) == STUDENT_KERNEL and (
+        item.nodeid.split("::", 1)[0].endswith(".ipynb")
+    ):
+        student_python()  # once per process: later calls return at once
+
+
+# when the run started, for files a run rewrites (the browser's screenshots): xdist's workers
+# inherit the time of the process that starts pytest
+os.environ.setdefault("COURSE_LIB_RUN_STARTED", repr(time.time()))
+
 SESSION_HOME = tempfile.mkdtemp(prefix="course-lib-home-")
 os.environ["COURSE_LIB_HOME"] = SESSION_HOME
 atexit.register(shutil.rmtree, SESSION_HOME, ignore_errors=True)
@@ -34,9 +63,11 @@ atexit.register(shutil.rmtree, SESSION_HOME, ignore_errors=True)
 # `tasks.py test` runs pytest-xdist (tasks.PARALLEL). A group of tests runs on one worker, in
 # collection order; what a group keeps together:
 # - a notebook's cells (nbval runs them in one kernel, one after another);
-# - every test of the built book (BOOK_MODULES): the book is built once, and the browser tests
-#   share the pages Chromium visited (`browser_visits`);
+# - the tests of one page of the built book (BOOK_MODULES, the page read from the test's
+#   parameters): they share what Chromium saw on that page (`browser_visits`), one visit per
+#   window size and theme; the book's tests of no one page are the group "book";
 # - otherwise a test module, whose module-scoped fixtures are then made once.
+# The book is built once per run, by the first worker that needs it (tests/conftest.py).
 # The groups are handed out in collection order, the longest first (LONGEST_GROUPS, measured),
 # so that the workers end together.
 # (pytest-xdist's own --dist loadgroup reads xdist_group marks through a node id that pytest 9
@@ -48,13 +79,18 @@ BOOK_MODULES = {
     "tests/test_browser_figures.py",
     "tests/test_browser_widgets.py",
 }
-LONGEST_GROUPS = ["book", "tests/test_student_install.py"]
+LONGEST_GROUPS = ["book"]
+# a page's name opens the parameters of its tests: [chapters/decoder-390x844-dark], [intro]
+PAGE_PARAMETERS = re.compile(r"\[((?:chapters/)?[a-z][a-z0-9-]*?)(?:-\d[^\]]*)?\]$")
 
 
 def group_of(nodeid: str) -> str:
     """The group of a test, from its node id (``path::name[parameters]``)."""
     path = nodeid.split("::", 1)[0]
-    return "book" if path in BOOK_MODULES else path
+    if path not in BOOK_MODULES:
+        return path
+    page = PAGE_PARAMETERS.search(nodeid)
+    return f"book:{page.group(1)}" if page else "book"
 
 
 @pytest.hookimpl(tryfirst=True)

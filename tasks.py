@@ -18,10 +18,12 @@ node_modules/ with `npm ci` from package-lock.json, again only when that file ch
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -171,6 +173,147 @@ def test(extra: list[str]) -> None:
     run(VENV_PYTHON, "-m", "ruff", "format", "--check", ".")
     run(VENV_PYTHON, "-m", "pytest", *PARALLEL, *extra)
     say(f"all tests passed in {time.perf_counter() - started:.0f} s")
+
+
+# ------------------------------------------------------------ the student's environment
+# nbval runs every chapter in the environment a student meets on Google Colab (conftest.py):
+# a fresh virtual environment with what course_lib's wheel declares and what Colab has besides
+# (STUDENT_HAS, ipywidgets 7.7), whose kernel starts in an empty folder outside the
+# repository. One execution of a chapter is both checks: it runs top to bottom as a student
+# runs it, and nbval compares its outputs with the stored ones.
+STUDENT_KERNEL = "course-student"
+# What Colab has beside ipywidgets 7.7 (at the versions of requirements.txt): transformers is
+# there too, and the chapters that compare a model with it print that comparison.
+STUDENT_HAS = ("torch", "ipykernel", "transformers")
+# Pins that ipywidgets 7.7 replaces: the rest of requirements.txt constrains the student's
+# environment (the same versions as .venv: outputs compared by nbval do not drift with a
+# release of numpy or matplotlib).
+NOT_STUDENT_PINS = {"ipywidgets", "widgetsnbextension", "jupyterlab-widgets", "jupyterlab_widgets"}
+KERNEL_SCRIPT = """#!/bin/sh
+# A chapter's kernel as a student gets it: an empty folder outside the repository, nothing of
+# the project's environment on the paths, an empty progress store.
+work=$(mktemp -d {template}) || exit 1
+cd "$work" || exit 1
+unset PYTHONPATH PYTHONHOME PYTHONSTARTUP VIRTUAL_ENV
+PATH={path}
+COURSE_LIB_HOME="$work/progress"
+PYTHONHASHSEED=0
+export PATH COURSE_LIB_HOME PYTHONHASHSEED
+exec {python} -m ipykernel_launcher -f "$1"
+"""
+
+
+def student_environment(folder: Path) -> Path:
+    """Build the student's environment in ``folder`` and its kernel spec; its python.
+
+    The kernel is found as ``STUDENT_KERNEL`` with ``folder / "jupyter"`` on JUPYTER_PATH.
+    Takes about a minute (pip's download cache is used); nothing is shared with .venv.
+    """
+    source = folder / "source"  # the wheel is built from a copy of what the package is
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
+    shutil.copytree(
+        ROOT / "course_lib", source / "course_lib", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    wheels = folder / "wheels"
+    pip = (sys.executable, "-m", "pip", "--disable-pip-version-check")
+    _quiet(*pip, "wheel", "--no-deps", "--no-build-isolation", "--wheel-dir", wheels, source)
+    (wheel,) = wheels.glob("course_lib-*.whl")
+    constraints = folder / "constraints.txt"
+    constraints.write_text(
+        "\n".join(
+            line
+            for line in (ROOT / "requirements.txt").read_text().splitlines()
+            if "==" in line and line.split("==")[0].strip().lower() not in NOT_STUDENT_PINS
+        )
+    )
+    venv = folder / "venv"
+    _quiet(sys.executable, "-m", "venv", "--without-pip", venv)
+    python = venv / "bin" / "python"
+    _quiet(*pip, "--python", python, "install", "--no-compile", "--progress-bar", "off",
+           "-c", constraints, "-r", ROOT / "requirements-ipywidgets7.txt", *STUDENT_HAS,
+           wheel)  # fmt: skip
+    path = os.pathsep.join(
+        entry
+        for entry in os.environ.get("PATH", "").split(os.pathsep)
+        if entry and not Path(entry).resolve().is_relative_to(ROOT)
+    )
+    script = folder / "kernel.sh"
+    template, path, python_ = (
+        shlex.quote(str(v)) for v in (folder / "chapter.XXXXXX", path, python)
+    )
+    script.write_text(KERNEL_SCRIPT.format(template=template, path=path, python=python_))
+    script.chmod(0o755)
+    spec = folder / "jupyter" / "kernels" / STUDENT_KERNEL
+    spec.mkdir(parents=True)
+    kernel = {
+        "argv": [str(script), "{connection_file}"],
+        "display_name": "Python 3 (a student's plain install, ipywidgets 7.7)",
+        "language": "python",
+    }
+    (spec / "kernel.json").write_text(json.dumps(kernel, indent=1))
+    return python
+
+
+def student_folder() -> Path:
+    """Where the student's environment of this test run is (COURSE_LIB_STUDENT_DIR)."""
+    return Path(os.environ["COURSE_LIB_STUDENT_DIR"]) / "built"
+
+
+def student_kernels() -> Path:
+    """The folder to put on JUPYTER_PATH for nbval to find ``STUDENT_KERNEL``."""
+    return student_folder() / "jupyter"
+
+
+@functools.cache
+def student_python() -> Path:
+    """The python of the student's environment of this test run, built by the first process
+    that asks (the others wait on a file lock), unless one made of the same files is there
+    (COURSE_LIB_STUDENT_MADE_OF: ``student_fingerprint`` when the run started)."""
+    from filelock import FileLock
+
+    folder = student_folder()
+    if STUDENT_FAILED:  # said once, not tried again for every cell
+        raise RuntimeError(STUDENT_FAILED[0])
+    with FileLock(folder.parent / "lock"):
+        stamp = folder / "made-of.txt"
+        made_of = os.environ["COURSE_LIB_STUDENT_MADE_OF"]
+        if not (stamp.exists() and stamp.read_text() == made_of):
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            try:
+                student_environment(folder)
+            except Exception as error:
+                STUDENT_FAILED.append(f"the student's environment was not built: {error}")
+                raise
+            stamp.write_text(made_of)
+        return folder / "venv" / "bin" / "python"
+
+
+STUDENT_FAILED: list[str] = []
+
+
+def student_fingerprint() -> str:
+    """What the student's environment is made of: course_lib's files and the requirements."""
+    digest = hashlib.sha256()
+    for path in sorted((ROOT / "course_lib").rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    for name in ("pyproject.toml", "requirements.txt", "requirements-ipywidgets7.txt"):
+        digest.update((ROOT / name).read_bytes())
+    digest.update(KERNEL_SCRIPT.encode() + sys.version.encode())
+    return digest.hexdigest()
+
+
+def _quiet(*command: str | Path) -> None:
+    """Run a command; on failure raise with the end of what it printed."""
+    result = subprocess.run(
+        [str(part) for part in command], capture_output=True, text=True, timeout=1200,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(str(p) for p in command)} failed:\n{result.stderr[-4000:]}")
 
 
 def execute(paths: list[str]) -> None:

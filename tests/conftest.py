@@ -4,6 +4,7 @@ run widget cells in a kernel under ipywidgets 8 and 7.7."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -165,16 +166,33 @@ def render_in_kernel(cells: list[str], folder: Path, kernel: WidgetKernel) -> Re
 
 @pytest.fixture(scope="session")
 def book_html(tmp_path_factory) -> Path:
-    """The book built once per test session into a temporary folder (never _build/): its html/."""
-    out = tmp_path_factory.mktemp("book")
-    jupyter_book = Path(sys.executable).parent / "jupyter-book"
-    result = subprocess.run(
-        [jupyter_book, "build", str(ROOT), "--path-output", str(out), "--all",
-         "--warningiserror", "--keep-going"],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert result.returncode == 0, f"the book build failed:\n{result.stdout[-6000:]}"
-    return out / "_build" / "html"
+    """The book built once per test run into a temporary folder (never _build/): its html/.
+
+    Under pytest-xdist the first worker that needs it builds it in the folder the workers
+    share and the others wait for it (a file lock), so that the pages' tests can run on
+    every worker (conftest.py at the root groups them by page)."""
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the run's folder, above each worker's own
+    out, failed = shared / "book", shared / "book-build-failed.txt"
+    html = out / "_build" / "html"
+    with FileLock(shared / "book.lock"):
+        if failed.exists():
+            pytest.fail(failed.read_text(), pytrace=False)
+        if not (html / "index.html").exists():
+            out.mkdir(exist_ok=True)
+            jupyter_book = Path(sys.executable).parent / "jupyter-book"
+            result = subprocess.run(
+                [jupyter_book, "build", str(ROOT), "--path-output", str(out), "--all",
+                 "--warningiserror", "--keep-going"],
+                capture_output=True, text=True, timeout=600,
+            )  # fmt: skip
+            if result.returncode != 0:
+                failed.write_text(f"the book build failed:\n{result.stdout[-6000:]}")
+                pytest.fail(failed.read_text(), pytrace=False)
+    return html
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,7 @@ where they fail: ``.ci/run`` installs Debian's ``chromium`` package.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import json
@@ -476,9 +477,13 @@ class BrowserBook:
         self.thread.start()
         self.base = f"http://127.0.0.1:{self.server.server_address[1]}/"
         self.visits: dict[tuple[str, Look], Visit] = {} if visits is None else visits
-        if not self.visits:  # the session's first look: the folder shows this run only
-            for old in [*screenshots.glob("*.png"), *screenshots.glob("*.jpg")]:
-                old.unlink()
+        # the folder shows this run only: what earlier runs left goes (not what another
+        # worker of this run already wrote)
+        started = float(os.environ.get("COURSE_LIB_RUN_STARTED", "inf"))
+        for old in [*screenshots.glob("*.png"), *screenshots.glob("*.jpg")]:
+            with contextlib.suppress(FileNotFoundError):
+                if old.stat().st_mtime < started:
+                    old.unlink()
         self.playwright = sync_playwright().start()
         args = [*CHROMIUM_ARGS]
         if hasattr(os, "geteuid") and os.geteuid() == 0:

@@ -6,7 +6,9 @@ import subprocess
 import sys
 import tomllib
 import zipfile
+from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
@@ -112,3 +114,42 @@ def test_the_test_command_runs_on_every_core_and_prints_the_slowest_tests():
 
     assert tasks.PARALLEL[:4] == ("-n", "auto", "--dist", "loadgroup")
     assert "--durations=15" in tasks.PARALLEL
+
+
+@pytest.fixture
+def group_of(pytestconfig):
+    """``group_of`` of the repository's conftest.py, as pytest loaded it (the name
+    ``conftest`` is tests/conftest.py's)."""
+    (module,) = [
+        plugin
+        for plugin in pytestconfig.pluginmanager.get_plugins()
+        if Path(getattr(plugin, "__file__", None) or "/") == ROOT / "conftest.py"
+    ]
+    return module.group_of
+
+
+def test_the_tests_of_one_page_of_the_book_are_one_group_whatever_their_module(group_of):
+    page = "chapters/rotary-positions"
+    ids = [
+        f"tests/test_book.py::test_chapter_embeds_the_stored_widget_state[{page}]",
+        f"tests/test_browser.py::test_no_element_clips_its_content[{page}-390x844-dark]",
+        f"tests/test_browser.py::test_every_radio_option_has_a_row_of_its_own[{page}-1920-1080]",
+        f"tests/test_browser_explorers.py::test_wall_clock_stored_states[{page}]",
+    ]
+    assert {group_of(nodeid) for nodeid in ids} == {f"book:{page}"}
+    assert group_of("tests/test_browser.py::test_page_loads[intro]") == "book:intro"
+    assert group_of("tests/test_book.py::test_x[chapters/decoder]") != f"book:{page}"
+
+
+def test_the_books_tests_of_no_one_page_are_the_group_book(group_of):
+    for nodeid in (
+        "tests/test_book.py::test_every_table_of_contents_entry_has_a_page",
+        "tests/test_book.py::test_book_serves_mathjax_and_the_widget_manager_itself[/mathjax/x.js]",
+        "tests/test_browser.py::test_the_instructors_tables_fit_a_phone_without_scrolling[390]",
+    ):
+        assert group_of(nodeid) == "book", nodeid
+
+
+def test_a_notebooks_cells_are_one_group_and_another_module_is_its_own(group_of):
+    assert group_of("chapters/decoder.ipynb::Cell 3") == "chapters/decoder.ipynb"
+    assert group_of("tests/test_grading.py::test_x[a-1]") == "tests/test_grading.py"
