@@ -95,8 +95,9 @@ def group_of(nodeid: str) -> str:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    # BOOK_MODULES is written out because the scheduler sees only node ids; a module that
-    # uses the built book and is missing there would build it again on another worker.
+    # BOOK_MODULES is written out because the scheduler sees only node ids; the tests of a
+    # module that uses the built book and is missing there would not be grouped by page, and
+    # would visit the pages again on whichever worker runs that module.
     uses_book = [i for i in items if "book_html" in getattr(i, "fixturenames", ())]
     outside = sorted({i.nodeid.split("::", 1)[0] for i in uses_book} - BOOK_MODULES)
     if outside:
