@@ -202,18 +202,32 @@ def browser_visits() -> dict:
     return {}
 
 
-@pytest.fixture(scope="module")
+# The browser of the tests that use ``book``, kept while they follow one another: the pages'
+# tests of four modules run page by page (conftest.py at the root groups them), and starting
+# Chromium at each change of module cost about a second each time, 80 times a run. It is
+# closed before a test that does not use it: the sync Playwright it runs keeps an event loop
+# going, in which the kernel tests' asyncio.run cannot start.
+_open_browser: list = []
+
+
+@pytest.fixture
 def book(book_html: Path, browser_visits: dict):
-    """The built book served on 127.0.0.1 and one headless Chromium, for one test module (the
-    sync Playwright it runs keeps an event loop going, in which asyncio.run cannot start)."""
+    """The built book served on 127.0.0.1 and one headless Chromium (see ``_open_browser``)."""
     from test_browser import BrowserBook, chromium_or_skip
 
     chromium_or_skip()
-    browser_book = BrowserBook(book_html, visits=browser_visits)
-    try:
-        yield browser_book
-    finally:
-        browser_book.close()
+    if _open_browser and not _open_browser[0].browser.is_connected():
+        _open_browser.pop().close()  # it crashed or was closed: the next test gets a new one
+    if not _open_browser:
+        _open_browser.append(BrowserBook(book_html, visits=browser_visits))
+    return _open_browser[0]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
+    yield
+    if _open_browser and (nextitem is None or "book" not in nextitem.fixturenames):
+        _open_browser.pop().close()
 
 
 @pytest.fixture(params=chapter_notebooks(), ids=lambda path: path.stem)

@@ -5,6 +5,7 @@ The build goes to a temporary folder, so running the tests never touches _build/
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -23,6 +24,9 @@ def html(book_html) -> Path:
     return book_html
 
 
+# The tests of a page run one after another (conftest.py at the root groups them by page):
+# each page is parsed once for all of them, and they only read it.
+@functools.lru_cache(maxsize=4)
 def page(html: Path, name: str) -> BeautifulSoup:
     return BeautifulSoup((html / f"{name}.html").read_text(encoding="utf-8"), "html.parser")
 

@@ -458,6 +458,27 @@ def wait_for_requests(page, visit: Visit) -> None:
         page.wait_for_timeout(50)  # lets Playwright deliver the page's events
 
 
+def main_thread_seconds(devtools) -> float:
+    """The processor time the page's main thread has used so far (Chrome's ThreadTime)."""
+    metrics = devtools.send("Performance.getMetrics")["metrics"]
+    (seconds,) = [m["value"] for m in metrics if m["name"] == "ThreadTime"]
+    return seconds
+
+
+def goto_measured(context, page, url: str) -> dict[str, float]:
+    """Load ``url`` in ``page`` up to its load event: ``processor_ms``, the processor time the
+    page's main thread spent from navigation to just after the load event, and ``event_ms``,
+    the milliseconds from navigation to the end of the load event."""
+    devtools = context.new_cdp_session(page)
+    devtools.send("Performance.enable")
+    before = main_thread_seconds(devtools)
+    page.goto(url, wait_until="load")
+    processor_ms = (main_thread_seconds(devtools) - before) * 1000
+    devtools.detach()
+    event_ms = page.evaluate("() => performance.getEntriesByType('navigation')[0].loadEventEnd")
+    return {"processor_ms": processor_ms, "event_ms": event_ms}
+
+
 class BrowserBook:
     """The book served on 127.0.0.1 and one headless Chromium; each page is visited once."""
 
@@ -550,7 +571,7 @@ class BrowserBook:
         visit = Visit(name=name, url=self.url(name))
         context, page = self.new_page(visit, width, height, theme)
         try:
-            page.goto(visit.url, wait_until="load")
+            visit.facts["load"] = goto_measured(context, page, visit.url)
             try:
                 page.wait_for_function(WIDGETS_RENDERED_JS, timeout=RENDER_TIMEOUT_MS)
             except PlaywrightTimeout:  # the checks below say which widgets are missing
