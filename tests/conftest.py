@@ -202,32 +202,60 @@ def browser_visits() -> dict:
     return {}
 
 
-# The browser of the tests that use ``book``, kept while they follow one another: the pages'
-# tests of four modules run page by page (conftest.py at the root groups them), and starting
-# Chromium at each change of module cost about a second each time, 80 times a run. It is
-# closed before a test that does not use it: the sync Playwright it runs keeps an event loop
-# going, in which the kernel tests' asyncio.run cannot start.
-_open_browser: list = []
+class OpenBrowser:
+    """The built book served on 127.0.0.1 and one headless Chromium, opened when a test asks
+    for it and kept while the tests that use it follow one another: the pages' tests of four
+    modules run page by page (conftest.py at the root groups them), and starting Chromium at
+    each change of module cost about a second, 80 times a run. It is closed before a test that
+    does not use it (``pytest_runtest_teardown``): the sync Playwright it runs keeps an event
+    loop going, in which a kernel's asyncio.run cannot start."""
+
+    def __init__(self, html: Path, visits: dict) -> None:
+        self.html, self.visits = html, visits
+        self.book = None
+
+    def get(self):
+        from test_browser import BrowserBook
+
+        if self.book is not None and not self.book.browser.is_connected():
+            self.close()  # it crashed or was closed: the test gets a new one
+        if self.book is None:
+            self.book = BrowserBook(self.html, visits=self.visits)
+        return self.book
+
+    def close(self) -> None:
+        if self.book is not None:
+            book, self.book = self.book, None
+            book.close()
+
+
+_open_browsers: list[OpenBrowser] = []
+
+
+@pytest.fixture(scope="session")
+def browser(book_html: Path, browser_visits: dict):
+    """The session's ``OpenBrowser`` (Chromium started on first use)."""
+    from test_browser import chromium_or_skip
+
+    chromium_or_skip()
+    opened = OpenBrowser(book_html, browser_visits)
+    _open_browsers.append(opened)
+    yield opened
+    opened.close()
 
 
 @pytest.fixture
-def book(book_html: Path, browser_visits: dict):
-    """The built book served on 127.0.0.1 and one headless Chromium (see ``_open_browser``)."""
-    from test_browser import BrowserBook, chromium_or_skip
-
-    chromium_or_skip()
-    if _open_browser and not _open_browser[0].browser.is_connected():
-        _open_browser.pop().close()  # it crashed or was closed: the next test gets a new one
-    if not _open_browser:
-        _open_browser.append(BrowserBook(book_html, visits=browser_visits))
-    return _open_browser[0]
+def book(browser: OpenBrowser):
+    """The built book served on 127.0.0.1 and one headless Chromium (see ``OpenBrowser``)."""
+    return browser.get()
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
     yield
-    if _open_browser and (nextitem is None or "book" not in nextitem.fixturenames):
-        _open_browser.pop().close()
+    if nextitem is None or "browser" not in nextitem.fixturenames:
+        for opened in _open_browsers:
+            opened.close()
 
 
 @pytest.fixture(params=chapter_notebooks(), ids=lambda path: path.stem)

@@ -23,7 +23,7 @@ from test_browser import (
     Visit,
 )
 
-from conftest import WIDGET_STATE, WIDGET_VIEW, run_cells_in_kernel
+from conftest import WIDGET_STATE, WIDGET_VIEW, OpenBrowser, run_cells_in_kernel
 from course_lib._html import contrast_ratio
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -114,12 +114,13 @@ def with_widgets(template: str, state: dict, views: list[dict]) -> str:
 
 @pytest.fixture(scope="module")
 def widgets_book(
-    book: BrowserBook, book_html: Path, tmp_path_factory
+    browser: OpenBrowser, book_html: Path, tmp_path_factory
 ) -> Iterator[tuple[BrowserBook, int, int]]:
     """The book (the session's, served from ``book_html``) with one more page: the widgets of
-    ``CELLS``, made now; with it, how many views the page shows and how many ``$...$`` their
-    texts and labels hold."""
+    ``CELLS``, made now in a kernel (with Chromium closed: see ``OpenBrowser``); with it, how
+    many views the page shows and how many ``$...$`` their texts and labels hold."""
     assert TEMPLATE in PAGES
+    browser.close()
     folder = tmp_path_factory.mktemp("widgets-made-now")
     setup = f"import os\nos.environ['COURSE_LIB_HOME'] = {str(folder / 'home')!r}"
     notebook = run_cells_in_kernel([setup, *CELLS], folder)
@@ -132,7 +133,7 @@ def widgets_book(
     made = book_html / f"{PAGE}.html"  # removed afterwards: the book's own pages stay as built
     made.write_text(with_widgets(template, state, views), "utf-8")
     try:
-        yield book, len(views), maths_in(state)
+        yield browser.get(), len(views), maths_in(state)
     finally:
         made.unlink()
 
