@@ -253,7 +253,7 @@ def book(browser: OpenBrowser):
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
     yield
-    if nextitem is None or "browser" not in nextitem.fixturenames:
+    if nextitem is None or "browser" not in getattr(nextitem, "fixturenames", ()):
         for opened in _open_browsers:
             opened.close()
 
