@@ -1,11 +1,13 @@
 // Loaded before RequireJS and the Jupyter widgets HTML manager (@jupyter-widgets/html-manager
 // 1.0.x) on pages that show widgets, after the page's MathJax configuration.
 //
-// 1. RequireJS configuration: the manager's bundle names its AMD modules
-//    "@jupyter-widgets/html-manager/dist/..." and loads its font files from the folder RequireJS
-//    resolves those names to, which by default is the page's own folder. Map them to the copy
-//    the book serves in _static/vendor/html-manager/ (a global `require` object set before
-//    require.js loads is its configuration).
+// 1. RequireJS configuration: the manager's bundle defines AMD modules named
+//    "@jupyter-widgets/html-manager", "@jupyter-widgets/base", ... and loads its icon fonts (Font
+//    Awesome) from the folder RequireJS resolves those names to: by default the page's folder
+//    plus "@jupyter-widgets/", where nothing is served (every icon font then fails with 404).
+//    Map both "@jupyter-widgets" and "@jupyter-widgets/html-manager/dist" to the copy the book
+//    serves in _static/vendor/html-manager/, beside the fonts (a global `require` object set
+//    before require.js loads is its configuration).
 // 2. MathJax: the manager typesets widget labels with the MathJax 2 call
 //    MathJax.Hub.Queue(["Typeset", MathJax.Hub, element]). The book loads MathJax 3, which has no
 //    Hub, so that call fails with "Cannot read properties of undefined (reading 'Queue')". This
@@ -14,7 +16,9 @@
 (function () {
   "use strict";
   const vendor = new URL("vendor/html-manager", document.currentScript.src).href;
-  window.require = { paths: { "@jupyter-widgets/html-manager/dist": vendor } };
+  window.require = {
+    paths: { "@jupyter-widgets": vendor, "@jupyter-widgets/html-manager/dist": vendor },
+  };
 })();
 
 (function () {
