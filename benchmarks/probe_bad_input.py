@@ -29,8 +29,9 @@ from course_lib.decoding import TranslationScorer, beam_search, greedy_decode, s
 from course_lib.discretize import frame_signal, kmeans, overlap_add, reconstruction_snr
 from course_lib.embeddings import PatchEmbedding, TokenEmbedding, one_hot_lookup, patchify
 from course_lib.encoder import Encoder, EncoderLayer
-from course_lib.families import DecoderOnlyModel, EncoderOnlyModel, mask_tokens
+from course_lib.families import DecoderOnlyModel, EncoderOnlyModel
 from course_lib.feedforward import FeedForward
+from course_lib.objectives import mask_tokens
 from course_lib.positional import (
     PositionalEncoding,
     angular_frequencies,

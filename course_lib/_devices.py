@@ -9,10 +9,14 @@ device, and checks that read values must not run where there are none:
   not while ``torch.compile`` traces, where a read would split the graph);
 - :func:`uniform` and :func:`multinomial` -- random draws with a ``torch.Generator`` of any
   device: a generator belongs to one device, so the draw is made there and moved, and one
-  seed gives the same numbers whichever device the model is on.
+  seed gives the same numbers whichever device the model is on;
+- :func:`threads` -- how many CPU threads PyTorch uses inside a ``with`` block.
 """
 
 from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
 
 import torch
 from torch import Tensor, nn
@@ -22,7 +26,9 @@ try:
 except ImportError:  # torch < 2.3
     from torch._dynamo import is_compiling
 
-__all__ = ["device_of", "multinomial", "uniform", "values_checkable"]
+from course_lib._checks import positive_int
+
+__all__ = ["device_of", "multinomial", "threads", "uniform", "values_checkable"]
 
 
 def device_of(module: nn.Module) -> torch.device:
@@ -77,3 +83,19 @@ def multinomial(
     on_generator = probabilities.to(generator.device)
     drawn = torch.multinomial(on_generator, num_samples, replacement, generator=generator)
     return drawn.to(probabilities.device)
+
+
+@contextlib.contextmanager
+def threads(count: int | None) -> Iterator[None]:
+    """Let PyTorch use ``count`` CPU threads inside the ``with`` block (``None``: unchanged).
+
+    Small models train faster on one thread on a busy machine, and one thread makes the
+    order of every floating-point sum, hence the result, the same from run to run.
+    """
+    previous = torch.get_num_threads()
+    if count is not None:
+        torch.set_num_threads(positive_int("threads", count))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)

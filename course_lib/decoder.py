@@ -39,8 +39,14 @@ from torch import Tensor, nn
 
 from course_lib._checks import module_dtype, positive_int, probability, sequences
 from course_lib.attention import MultiHeadAttention
-from course_lib.encoder import assemble_stack, check_layer_mask, copy_layer_norm
-from course_lib.feedforward import FeedForward, activation_of, copy_linear
+from course_lib.encoder import (
+    LayerStack,
+    check_layer_mask,
+    copy_common_parts,
+    copy_layer_norm,
+    make_norm,
+)
+from course_lib.feedforward import FeedForward, GatedFeedForward
 
 if TYPE_CHECKING:
     from course_lib.cache import DecoderCache, KeyValueCache, LayerCache
@@ -69,8 +75,19 @@ class DecoderLayer(nn.Module):
             feed-forward network (not in the paper).
         norm_first: False for post-norm ``LayerNorm(x + sublayer(x))`` (the paper's),
             True for pre-norm ``x + sublayer(LayerNorm(x))``.
-        activation: of the feed-forward network, ``"relu"``, ``"gelu"`` or ``"gelu_tanh"``.
+        activation: of the feed-forward network, ``"relu"``, ``"gelu"``, ``"gelu_tanh"`` or
+            ``"silu"``.
         layer_norm_eps: the ``eps`` of the three layer normalizations.
+
+    Keyword-only options, off by default (the paper's layer), as in
+    :class:`~course_lib.encoder.EncoderLayer`:
+
+    - ``norm``: ``"layer"`` (LayerNorm) or ``"rms"`` (RMSNorm);
+    - ``gated``: a gated feed-forward network (SwiGLU with ``activation="silu"``);
+    - ``num_kv_heads``: grouped-query attention in both attentions;
+    - ``rotary_base``: rotary positions in the self-attention (the cross-attention compares
+      target positions with source positions, which rotary positions do not relate);
+    - ``bias``: biases in the linear maps and norms (False: none).
 
     Shape:
         ``forward(x, memory, tgt_mask, memory_mask)``: ``x`` is ``(batch, L_t, d_model)``,
@@ -86,17 +103,28 @@ class DecoderLayer(nn.Module):
         norm_first: bool = False,
         activation: str = "relu",
         layer_norm_eps: float = 1e-5,
+        *,
+        norm: str = "layer",
+        gated: bool = False,
+        num_kv_heads: int | None = None,
+        rotary_base: float | None = None,
+        bias: bool = True,
     ) -> None:
         super().__init__()
         self.d_model = positive_int("d_model", d_model)
         dropout = probability("dropout", dropout)
         self.norm_first = bool(norm_first)
-        self.self_attention = MultiHeadAttention(d_model, num_heads, dropout)
-        self.cross_attention = MultiHeadAttention(d_model, num_heads, dropout)
-        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
-        self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
-        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
-        self.norm3 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.self_attention = MultiHeadAttention(
+            d_model, num_heads, dropout, bias, num_kv_heads=num_kv_heads, rotary_base=rotary_base
+        )
+        self.cross_attention = MultiHeadAttention(
+            d_model, num_heads, dropout, bias, num_kv_heads=num_kv_heads
+        )
+        network = GatedFeedForward if gated else FeedForward
+        self.feed_forward = network(d_model, d_ff, dropout, activation, bias=bias)
+        self.norm1 = make_norm(norm, d_model, layer_norm_eps, bias)
+        self.norm2 = make_norm(norm, d_model, layer_norm_eps, bias)
+        self.norm3 = make_norm(norm, d_model, layer_norm_eps, bias)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
         self.dropout3 = nn.Dropout(dropout)
@@ -119,26 +147,11 @@ class DecoderLayer(nn.Module):
             raise TypeError(
                 f"expected a torch.nn.TransformerDecoderLayer, got {type(layer).__name__}"
             )
-        attention = layer.self_attn
-        weight = layer.linear1.weight
-        ours = cls(
-            attention.embed_dim,
-            attention.num_heads,
-            layer.linear1.out_features,
-            dropout=layer.dropout.p,
-            norm_first=layer.norm_first,
-            activation=activation_of(layer),
-            layer_norm_eps=layer.norm1.eps,
-        ).to(device=weight.device, dtype=weight.dtype)  # before copying: exact in any dtype
-        ours.self_attention = MultiHeadAttention.from_torch(attention)
+        ours = copy_common_parts(cls, layer)
         ours.cross_attention = MultiHeadAttention.from_torch(layer.multihead_attn)
-        copy_linear(ours.feed_forward.w_1, layer.linear1)
-        copy_linear(ours.feed_forward.w_2, layer.linear2)
-        for mine, theirs in zip(
-            (ours.norm1, ours.norm2, ours.norm3), (layer.norm1, layer.norm2, layer.norm3),
-            strict=True,
-        ):  # fmt: skip
-            copy_layer_norm(mine, theirs)
+        copy_layer_norm(ours.norm1, layer.norm1)
+        copy_layer_norm(ours.norm2, layer.norm2)
+        copy_layer_norm(ours.norm3, layer.norm3)
         return ours.train(layer.training)
 
     def forward(
@@ -269,7 +282,7 @@ class DecoderLayer(nn.Module):
         return f"norm_first={self.norm_first}"
 
 
-class Decoder(nn.Module):
+class Decoder(LayerStack):
     """``num_layers`` decoder layers, one after the other, and an optional final norm.
 
     Every layer reads the same ``memory`` (the encoder's output) in its cross-attention.
@@ -278,8 +291,14 @@ class Decoder(nn.Module):
         num_layers: the number of layers ``N`` (6 in the paper).
         d_model, num_heads, d_ff, dropout, norm_first, activation, layer_norm_eps: of every
             layer (see :class:`DecoderLayer`).
-        final_norm: apply a layer normalization to the last layer's output; ``None`` (the
-            default) means "if ``norm_first``", as in :class:`course_lib.encoder.Encoder`.
+        options: the keyword-only options of :class:`DecoderLayer` (``norm``, ``gated``,
+            ``num_kv_heads``, ``rotary_base``, ``bias``); the final norm is of the layers'
+            kind.
+        final_norm: as in :class:`course_lib.encoder.LayerStack`: ``None`` (the default)
+            means "if ``norm_first``".
+
+    Built and copied from ``nn.TransformerDecoder``
+    (:meth:`~course_lib.encoder.LayerStack.from_torch`) as the encoder is.
 
     Shape:
         ``forward(x, memory, tgt_mask, memory_mask)``: ``x`` is ``(batch, L_t, d_model)``,
@@ -288,34 +307,8 @@ class Decoder(nn.Module):
         vocabulary turns it into next-token scores (:class:`course_lib.transformer.Transformer`).
     """
 
-    def __init__(
-        self,
-        num_layers: int,
-        d_model: int,
-        num_heads: int,
-        d_ff: int,
-        dropout: float = 0.0,
-        norm_first: bool = False,
-        final_norm: bool | None = None,
-        activation: str = "relu",
-        layer_norm_eps: float = 1e-5,
-    ) -> None:
-        super().__init__()
-        num_layers = positive_int("num_layers", num_layers)
-        self.d_model = positive_int("d_model", d_model)
-        settings = (d_model, num_heads, d_ff, dropout, norm_first, activation, layer_norm_eps)
-        self.layers = nn.ModuleList(DecoderLayer(*settings) for _ in range(num_layers))
-        final_norm = norm_first if final_norm is None else final_norm
-        self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if final_norm else None
-
-    @classmethod
-    def from_torch(cls, decoder: nn.TransformerDecoder) -> Decoder:
-        """A ``Decoder`` with copies of the layers (and final norm) of an
-        ``nn.TransformerDecoder``, e.g. ``nn.Transformer(...).decoder``."""
-        if not isinstance(decoder, nn.TransformerDecoder):
-            raise TypeError(f"expected a torch.nn.TransformerDecoder, got {type(decoder).__name__}")
-        layers = [DecoderLayer.from_torch(layer) for layer in decoder.layers]
-        return assemble_stack(cls, layers, decoder)
+    layer_type = DecoderLayer
+    torch_type = nn.TransformerDecoder
 
     def forward(
         self,

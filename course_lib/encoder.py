@@ -29,7 +29,7 @@ opposite convention.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import torch
 from torch import Tensor, nn
@@ -43,13 +43,15 @@ __all__ = [
     "NORMS",
     "Encoder",
     "EncoderLayer",
-    "assemble_stack",
+    "LayerStack",
     "check_layer_mask",
+    "copy_common_parts",
     "copy_layer_norm",
     "make_norm",
 ]
 
 NORMS = ("layer", "rms")
+Layer = TypeVar("Layer", bound=nn.Module)
 
 
 def make_norm(norm: str, d_model: int, eps: float, bias: bool = True) -> nn.Module:
@@ -79,25 +81,25 @@ def check_layer_mask(
         raise type(error)(f"{name}: {error}") from None
 
 
-Stack = TypeVar("Stack", bound=nn.Module)
-
-
-def assemble_stack(stack_type: type[Stack], layers: list[nn.Module], source: nn.Module) -> Stack:
-    """A ``stack_type`` (:class:`Encoder` or ``Decoder``) holding ``layers`` (ours, copied from
-    the layers of ``source``, PyTorch's stack) and a copy of ``source``'s final norm, on the
-    layers' device and dtype and in ``source``'s mode."""
-    first = layers[0]
-    stack = stack_type(len(layers), first.d_model, first.self_attention.num_heads,
-                       first.feed_forward.d_ff, norm_first=first.norm_first)  # fmt: skip
-    stack.layers = nn.ModuleList(layers)
-    stack.norm = None
-    weight = first.norm1.weight
-    if source.norm is not None:  # made in the layers' dtype, so that the copy is exact
-        stack.norm = nn.LayerNorm(
-            stack.d_model, eps=source.norm.eps, device=weight.device, dtype=weight.dtype
-        )
-        copy_layer_norm(stack.norm, source.norm)
-    return stack.to(device=weight.device, dtype=weight.dtype).train(source.training)
+def copy_common_parts(layer_type: type[Layer], layer: nn.Module) -> Layer:
+    """A ``layer_type`` (:class:`EncoderLayer` or ``DecoderLayer``) with the settings of
+    PyTorch's ``layer`` and copies of its self-attention and feed-forward weights, on its
+    device and in its dtype; the caller copies the rest (norms, cross-attention)."""
+    attention = layer.self_attn
+    weight = layer.linear1.weight
+    ours = layer_type(
+        attention.embed_dim,
+        attention.num_heads,
+        layer.linear1.out_features,
+        dropout=layer.dropout.p,
+        norm_first=layer.norm_first,
+        activation=activation_of(layer),
+        layer_norm_eps=layer.norm1.eps,
+    ).to(device=weight.device, dtype=weight.dtype)  # before copying: exact in any dtype
+    ours.self_attention = MultiHeadAttention.from_torch(attention)
+    copy_linear(ours.feed_forward.w_1, layer.linear1)
+    copy_linear(ours.feed_forward.w_2, layer.linear2)
+    return ours
 
 
 def copy_layer_norm(target: nn.LayerNorm, source: nn.LayerNorm) -> None:
@@ -194,20 +196,7 @@ class EncoderLayer(nn.Module):
             raise TypeError(
                 f"expected a torch.nn.TransformerEncoderLayer, got {type(layer).__name__}"
             )
-        attention = layer.self_attn
-        weight = layer.linear1.weight
-        ours = cls(
-            attention.embed_dim,
-            attention.num_heads,
-            layer.linear1.out_features,
-            dropout=layer.dropout.p,
-            norm_first=layer.norm_first,
-            activation=activation_of(layer),
-            layer_norm_eps=layer.norm1.eps,
-        ).to(device=weight.device, dtype=weight.dtype)  # before copying: exact in any dtype
-        ours.self_attention = MultiHeadAttention.from_torch(attention)
-        copy_linear(ours.feed_forward.w_1, layer.linear1)
-        copy_linear(ours.feed_forward.w_2, layer.linear2)
+        ours = copy_common_parts(cls, layer)
         copy_layer_norm(ours.norm1, layer.norm1)
         copy_layer_norm(ours.norm2, layer.norm2)
         return ours.train(layer.training)
@@ -267,25 +256,26 @@ class EncoderLayer(nn.Module):
         return f"norm_first={self.norm_first}"
 
 
-class Encoder(nn.Module):
-    """``num_layers`` encoder layers, one after the other, and an optional final norm.
+class LayerStack(nn.Module):
+    """``num_layers`` layers of one kind, one after the other, and an optional final norm:
+    what :class:`Encoder` and :class:`~course_lib.decoder.Decoder` share (each writes its own
+    ``forward``).
 
     Args:
         num_layers: the number of layers ``N`` (6 in the paper).
         d_model, num_heads, d_ff, dropout, norm_first, activation, layer_norm_eps: of every
             layer (see :class:`EncoderLayer`).
-        options: the keyword-only options of :class:`EncoderLayer` (``norm``, ``gated``,
+        options: the keyword-only options of the layers (``norm``, ``gated``,
             ``num_kv_heads``, ``rotary_base``, ``bias``); the final norm is of the layers'
             kind.
-        final_norm: apply a layer normalization to the last layer's output. ``None`` (the
+        final_norm: apply a normalization to the last layer's output. ``None`` (the
             default) means "if ``norm_first``": a pre-norm stack ends with an addition and
             needs it; a post-norm layer already ends with a norm. (``nn.Transformer`` adds
             one either way.)
-
-    Shape:
-        ``forward(x, mask)``: ``x`` is ``(batch, L, d_model)``, the embedded source tokens
-        with their positions; the result, the "memory" the decoder reads, has the same shape.
     """
+
+    layer_type: ClassVar[type[nn.Module]]  # EncoderLayer or DecoderLayer
+    torch_type: ClassVar[type[nn.Module]]  # the PyTorch stack from_torch copies
 
     def __init__(
         self,
@@ -304,19 +294,63 @@ class Encoder(nn.Module):
         num_layers = positive_int("num_layers", num_layers)
         self.d_model = positive_int("d_model", d_model)
         settings = (d_model, num_heads, d_ff, dropout, norm_first, activation, layer_norm_eps)
-        self.layers = nn.ModuleList(EncoderLayer(*settings, **options) for _ in range(num_layers))
+        self.layers = nn.ModuleList(
+            self.layer_type(*settings, **options) for _ in range(num_layers)
+        )
         final_norm = norm_first if final_norm is None else final_norm
         norm, bias = options.get("norm", "layer"), options.get("bias", True)
         self.norm = make_norm(norm, d_model, layer_norm_eps, bias) if final_norm else None
 
     @classmethod
-    def from_torch(cls, encoder: nn.TransformerEncoder) -> Encoder:
-        """An ``Encoder`` with copies of the layers (and final norm) of an
-        ``nn.TransformerEncoder``, e.g. ``nn.Transformer(...).encoder``."""
-        if not isinstance(encoder, nn.TransformerEncoder):
-            raise TypeError(f"expected a torch.nn.TransformerEncoder, got {type(encoder).__name__}")
-        layers = [EncoderLayer.from_torch(layer) for layer in encoder.layers]
-        return assemble_stack(cls, layers, encoder)
+    def from_torch(cls, stack: nn.Module) -> LayerStack:
+        """A stack with copies of the layers (and final norm) of PyTorch's stack, e.g.
+        ``nn.Transformer(...).encoder``, on the layers' device and dtype and in its mode."""
+        if not isinstance(stack, cls.torch_type):
+            expected = f"torch.nn.{cls.torch_type.__name__}"
+            raise TypeError(f"expected a {expected}, got {type(stack).__name__}")
+        layers = [cls.layer_type.from_torch(layer) for layer in stack.layers]
+        first = layers[0]
+        ours = cls(
+            len(layers),
+            first.d_model,
+            first.self_attention.num_heads,
+            first.feed_forward.d_ff,
+            norm_first=first.norm_first,
+        )
+        ours.layers = nn.ModuleList(layers)
+        ours.norm = None
+        weight = first.norm1.weight
+        if stack.norm is not None:  # made in the layers' dtype, so that the copy is exact
+            ours.norm = nn.LayerNorm(
+                ours.d_model, eps=stack.norm.eps, device=weight.device, dtype=weight.dtype
+            )
+            copy_layer_norm(ours.norm, stack.norm)
+        return ours.to(device=weight.device, dtype=weight.dtype).train(stack.training)
+
+
+class Encoder(LayerStack):
+    """``num_layers`` encoder layers, one after the other, and an optional final norm.
+
+    Args:
+        num_layers: the number of layers ``N`` (6 in the paper).
+        d_model, num_heads, d_ff, dropout, norm_first, activation, layer_norm_eps: of every
+            layer (see :class:`EncoderLayer`).
+        options: the keyword-only options of :class:`EncoderLayer` (``norm``, ``gated``,
+            ``num_kv_heads``, ``rotary_base``, ``bias``); the final norm is of the layers'
+            kind.
+        final_norm: as in :class:`LayerStack`: ``None`` (the default) means "if
+            ``norm_first``".
+
+    Built and copied from ``nn.TransformerEncoder`` (:meth:`~LayerStack.from_torch`) as in
+    :class:`LayerStack`.
+
+    Shape:
+        ``forward(x, mask)``: ``x`` is ``(batch, L, d_model)``, the embedded source tokens
+        with their positions; the result, the "memory" the decoder reads, has the same shape.
+    """
+
+    layer_type = EncoderLayer
+    torch_type = nn.TransformerEncoder
 
     def forward(
         self, x: Tensor, mask: Tensor | None = None, return_weights: bool = False

@@ -6,16 +6,17 @@ built from the same layers as the full model:
 - :class:`EncoderOnlyModel` (BERT-like): token embeddings, positions, a stack of encoder
   layers in which every token attends to every other (only padding is masked), and a linear
   map from every position's final vector to scores over the vocabulary. Trained by
-  masked-token prediction (:func:`mask_tokens`, :func:`train_masked_lm`): some input tokens
+  masked-token prediction (:func:`course_lib.objectives.train_masked_lm`): some input tokens
   are replaced by ``<mask>`` and the model predicts them from the context on *both* sides.
 - :class:`DecoderOnlyModel` (GPT-like): the same, with the causal mask: position ``t`` sees
   the tokens ``0..t`` only. A decoder layer without an encoder has nothing to cross-attend
   to, so what is left of it is masked self-attention and the feed-forward network: exactly
   an encoder layer run with a causal mask. Trained by next-token prediction
-  (:func:`train_causal_lm`), it generates text token by token
+  (:func:`course_lib.objectives.train_causal_lm`), it generates text token by token
   (:func:`course_lib.decoding.sample`).
 
-Fine-tuning (:class:`SequenceClassifier`, :func:`train_classifier`): a small head on top of
+Fine-tuning (:class:`SequenceClassifier`, trained by
+:func:`course_lib.objectives.train_classifier`): a small head on top of
 an encoder, trained on labelled sequences, starting either from a pre-trained
 :class:`EncoderOnlyModel` or from a fresh one (training from scratch).
 
@@ -35,17 +36,14 @@ import inspect
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
-from course_lib._checks import integer, integer_ids, positive_int, probability, shape_of
-from course_lib._devices import uniform, values_checkable
+from course_lib._checks import integer, positive_int, probability, shape_of
 from course_lib.attention import causal_mask, padding_mask, sliding_window_mask
 from course_lib.embeddings import TokenEmbedding, check_token_ids
 from course_lib.encoder import Encoder
 from course_lib.feedforward import ACTIVATIONS
 from course_lib.positional import DEFAULT_BASE, PositionalEncoding
-from course_lib.training import TrainingHistory, fit, sequence_loss, teacher_forcing
 
 __all__ = [
     "DecoderOnlyModel",
@@ -56,11 +54,7 @@ __all__ = [
     "SequenceClassifier",
     "drop_biases",
     "llama_settings",
-    "mask_tokens",
     "parameter_ledger",
-    "train_causal_lm",
-    "train_classifier",
-    "train_masked_lm",
 ]
 
 
@@ -313,7 +307,8 @@ class EncoderOnlyModel(_OneStackModel):
 
     ``forward(ids)`` gives, at every position, scores over the vocabulary for the token that
     belongs there: trained on inputs with some tokens replaced by ``<mask>``, it learns to
-    fill them in from the words on both sides (:func:`train_masked_lm`).
+    fill them in from the words on both sides
+    (:func:`course_lib.objectives.train_masked_lm`).
 
     Args:
         vocab_size: tokens of the vocabulary (``<mask>`` among them).
@@ -394,7 +389,8 @@ class DecoderOnlyModel(_OneStackModel):
     """A GPT-like model: position ``t`` attends to positions ``0..t`` only.
 
     ``forward(ids)[:, t]`` scores the token that follows position ``t``; trained on text
-    (:func:`train_causal_lm`) it generates by appending one token at a time. The arguments
+    (:func:`course_lib.objectives.train_causal_lm`) it generates by appending one token at a
+    time. The arguments
     are those of :class:`EncoderOnlyModel` (but ``pooler``), with pre-norm layers by default
     (GPT-2's, with a final layer normalization). GPT-2 itself is
     ``DecoderOnlyModel(50257, 768, 12, 12, 3072, max_len=1024, positions="learned",
@@ -528,100 +524,6 @@ def parameter_ledger(model: nn.Module) -> dict[str, int]:
     return ledger
 
 
-# --------------------------------------------------------------------------- training
-
-
-def mask_tokens(
-    ids: Tensor,
-    mask_id: int,
-    fraction: float = 0.15,
-    generator: torch.Generator | None = None,
-    pad_id: int = 0,
-    keep: tuple[int, ...] = (),
-) -> tuple[Tensor, Tensor]:
-    """Hide some tokens for masked-token prediction.
-
-    Every real token (not ``pad_id``, not in ``keep``) is chosen with probability
-    ``fraction``, and at least one per sequence; the chosen tokens are replaced by
-    ``mask_id``. (BERT replaces only 80% of them by ``<mask>``, 10% by a random token and
-    leaves 10% as they are, so that the model also learns about unmasked inputs; here all are
-    masked.)
-
-    Args:
-        ids: ``(batch, L)`` token ids.
-        mask_id: the id of ``<mask>``.
-        fraction: the share of tokens to hide.
-        generator: the random generator of the choice, on any device (the draws are made
-            on its device and moved to that of ``ids``).
-        pad_id: the padding id, never chosen.
-        keep: other ids never chosen (e.g. ``<bos>``).
-
-    Returns:
-        ``(inputs, labels)``: ``inputs`` is ``ids`` with the chosen tokens replaced by
-        ``mask_id``; ``labels`` holds the original ids at the chosen positions and ``pad_id``
-        everywhere else (so the loss counts the hidden tokens only).
-    """
-    integer_ids("ids", ids)
-    fraction = probability("fraction", fraction)
-    candidates = ids != pad_id
-    for token in keep:
-        candidates &= ids != token
-    if values_checkable(ids) and not candidates.any(dim=1).all():
-        raise ValueError("every sequence needs at least one token that may be masked")
-    noise = uniform(ids.shape, generator, ids.device)
-    chosen = candidates & (noise < fraction)
-    # at least one per sequence: the candidate with the smallest noise
-    first = noise.masked_fill(~candidates, 2.0).argmin(dim=1)
-    chosen[torch.arange(ids.size(0), device=ids.device), first] = True
-    inputs = ids.masked_fill(chosen, mask_id)
-    labels = ids.masked_fill(~chosen, pad_id)
-    return inputs, labels
-
-
-def train_masked_lm(
-    model: EncoderOnlyModel,
-    ids: Tensor,
-    mask_id: int,
-    fraction: float = 0.15,
-    **settings: Any,
-) -> TrainingHistory:
-    """Train a BERT-like model to fill in masked tokens; every batch is masked afresh.
-
-    Args:
-        model: the :class:`EncoderOnlyModel`.
-        ids: ``(N, L)`` token ids, padded with ``model.pad_id``.
-        mask_id: the id of ``<mask>``.
-        fraction: the share of tokens hidden (see :func:`mask_tokens`).
-        settings: ``epochs``, ``batch_size``, ``learning_rate``, ``seed`` ... of
-            :func:`course_lib.training.fit`.
-    """
-    pad_id = 0 if model.pad_id is None else model.pad_id
-    draws = torch.Generator().manual_seed(integer("seed", settings.get("seed", 0)))
-
-    def batch_loss(batch: Tensor) -> Tensor:
-        inputs, labels = mask_tokens(batch, mask_id, fraction, draws, pad_id)
-        return sequence_loss(model(inputs), labels, pad_id)  # the hidden tokens only
-
-    return fit(model, (ids,), batch_loss, **settings)
-
-
-def train_causal_lm(model: DecoderOnlyModel, ids: Tensor, **settings: Any) -> TrainingHistory:
-    """Train a GPT-like model to predict every next token of ``ids`` ``(N, L)`` (sequences
-    ``<bos> ... <eos>``, padded): the teacher forcing of the encoder-decoder, without a source.
-
-    Args:
-        model: the :class:`DecoderOnlyModel`.
-        ids: ``(N, L)`` token ids.
-        settings: the keyword arguments of :func:`course_lib.training.fit`.
-    """
-
-    def batch_loss(batch: Tensor) -> Tensor:
-        inputs, labels = teacher_forcing(batch)
-        return sequence_loss(model(inputs), labels, model.pad_id)
-
-    return fit(model, (ids,), batch_loss, **settings)
-
-
 # --------------------------------------------------------------------------- fine-tuning
 
 
@@ -660,32 +562,3 @@ class SequenceClassifier(nn.Module):
             real = (ids != self.encoder.pad_id).unsqueeze(-1)  # (batch, L, 1)
             pooled = (states * real).sum(dim=1) / real.sum(dim=1).clamp(min=1)
         return self.head(pooled)  # (batch, num_classes)
-
-
-def train_classifier(
-    model: SequenceClassifier, ids: Tensor, labels: Tensor, **settings: Any
-) -> TrainingHistory:
-    """Train a :class:`SequenceClassifier` (head and encoder) on labelled sequences.
-
-    Args:
-        model: the classifier.
-        ids: ``(N, L)`` token ids, padded with the encoder's ``pad_id``.
-        labels: ``(N,)`` class ids in ``[0, num_classes)``.
-        settings: ``epochs``, ``batch_size``, ``learning_rate``, ``seed`` ... of
-            :func:`course_lib.training.fit`.
-    """
-    if not isinstance(model, SequenceClassifier):
-        raise TypeError(f"model must be a SequenceClassifier, got {type(model).__name__}")
-    if not isinstance(ids, Tensor) or ids.dim() != 2:
-        raise ValueError(f"ids must be a (N, L) tensor of token ids, got {shape_of(ids)}")
-    if not isinstance(labels, Tensor) or labels.shape != ids.shape[:1]:
-        raise ValueError(f"labels must be a ({ids.size(0)},) tensor, got {shape_of(labels)}")
-    classes = model.head.out_features
-    outside = values_checkable(labels) and bool((labels < 0).any() or (labels >= classes).any())
-    if labels.dtype.is_floating_point or outside:
-        raise ValueError(f"labels must be integer class ids in [0, {classes})")
-
-    def batch_loss(batch_ids: Tensor, batch_labels: Tensor) -> Tensor:
-        return F.cross_entropy(model(batch_ids), batch_labels)
-
-    return fit(model, (ids, labels), batch_loss, **settings)

@@ -20,6 +20,7 @@ import io
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
@@ -46,6 +47,7 @@ __all__ = [
     "plot_encoding_heatmap",
     "plot_encoding_waves",
     "plot_mask",
+    "plot_rnn_vs_attention",
     "plot_word_map",
     "to_numpy",
     "use_book_figures",
@@ -279,6 +281,15 @@ def to_numpy(values: torch.Tensor | np.ndarray) -> np.ndarray:
     return np.asarray(values)
 
 
+def _finish(ax: Axes, title: str | None, image: Any = None, colorbar_label: str = "") -> Axes:
+    """Give ``ax`` its title, if any, and a colour bar for ``image``, if given; return it."""
+    if title:
+        ax.set_title(title)
+    if image is not None:
+        ax.figure.colorbar(image, ax=ax, label=colorbar_label)
+    return ax
+
+
 def plot_encoding_heatmap(
     pe: torch.Tensor | np.ndarray,
     ax: Axes | None = None,
@@ -304,11 +315,7 @@ def plot_encoding_heatmap(
     )
     ax.set_xlabel("dimension $j$")
     ax.set_ylabel("position $pos$")
-    if title:
-        ax.set_title(title)
-    if colorbar:
-        ax.figure.colorbar(image, ax=ax, label="value")
-    return ax
+    return _finish(ax, title, image if colorbar else None, "value")
 
 
 def plot_encoding_waves(
@@ -345,9 +352,7 @@ def plot_encoding_waves(
     ax.set_ylim(-1.1, 1.1)
     if legend:
         ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
-    if title:
-        ax.set_title(title)
-    return ax
+    return _finish(ax, title)
 
 
 def _labels(labels: Sequence[str] | None, size: int, name: str) -> list[str]:
@@ -416,11 +421,7 @@ def plot_attention(
         ax.add_patch(
             plt.Rectangle((-0.5, highlight - 0.5), len_k, 1, fill=False, color="#d62728", lw=2)
         )
-    if title:
-        ax.set_title(title)
-    if colorbar:
-        ax.figure.colorbar(image, ax=ax, label="attention weight")
-    return ax
+    return _finish(ax, title, image if colorbar else None, "attention weight")
 
 
 def plot_attention_heads(
@@ -487,9 +488,49 @@ def plot_mask(
     ax.set_yticks(range(len_q), _labels(queries, len_q, "queries"))
     ax.set_xlabel("key")
     ax.set_ylabel("query")
-    if title:
-        ax.set_title(title)
-    return ax
+    return _finish(ax, title)
+
+
+def plot_rnn_vs_attention(
+    rows: Sequence[dict[str, int | float]], ax: Axes | None = None, *, title: str | None = None
+) -> Axes:
+    """Time per pass against sequence length, log-log: the rows of
+    :func:`course_lib.recurrence.time_rnn_vs_attention`.
+
+    One line for the RNN's Python loop, one for ``nn.RNN`` (if the rows have
+    ``rnn_builtin_seconds``) and one for self-attention.
+
+    Args:
+        rows: the measurements, each with ``length``, ``rnn_seconds`` and
+            ``attention_seconds``, and optionally ``rnn_builtin_seconds``.
+        ax: where to draw; a new figure if omitted.
+        title: optional axes title.
+    """
+    if not rows:
+        raise ValueError("rows must hold at least one measurement, got none")
+    missing = {"length", "rnn_seconds", "attention_seconds"} - set(rows[0])
+    if missing:
+        raise ValueError(
+            f"rows lack the keys {sorted(missing)}; use course_lib.recurrence.time_rnn_vs_attention"
+        )
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 4))
+    lengths = [row["length"] for row in rows]
+    curves = [
+        ("rnn_seconds", "o-", "RNN, Python loop over the positions"),
+        ("rnn_builtin_seconds", "^-", "RNN, torch.nn.RNN (loop inside PyTorch)"),
+        ("attention_seconds", "s-", "self-attention, all positions at once"),
+    ]
+    for key, style, label in curves:
+        if key in rows[0]:
+            ax.plot(lengths, [1000 * row[key] for row in rows], style, label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("sequence length $L$")
+    ax.set_ylabel("time per pass (ms)")
+    ax.legend(fontsize="small")
+    ax.grid(True, which="major", alpha=0.3)
+    return _finish(ax, title)
 
 
 def plot_word_map(
@@ -534,6 +575,4 @@ def plot_word_map(
     ax.set_ylabel("second principal component")
     if legend:
         ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
-    if title:
-        ax.set_title(title)
-    return ax
+    return _finish(ax, title)

@@ -9,7 +9,8 @@ position from the whole input in a few matrix products, one sequential step for 
 :func:`time_rnn_vs_attention` measures both on this machine, the RNN twice: as the Python loop
 of :func:`rnn_stepwise` and as ``torch.nn.RNN``, whose loop runs inside PyTorch. The counts of
 sequential steps and of arithmetic (:func:`rnn_matmul_flops`, :func:`attention_matmul_flops`)
-it reports are exact; the times depend on the hardware and are for plotting, not for asserting.
+it reports are exact; the times depend on the hardware and are for plotting
+(:func:`course_lib.plotting.plot_rnn_vs_attention`), not for asserting.
 """
 
 from __future__ import annotations
@@ -18,18 +19,15 @@ import time
 from collections.abc import Callable, Sequence
 from functools import partial
 
-import matplotlib.pyplot as plt
 import torch
-from matplotlib.axes import Axes
 from torch import Tensor, nn
 
-from course_lib import training
+from course_lib import _devices
 from course_lib._checks import integer, positive_int, shape_of
 from course_lib.attention import scaled_dot_product_attention
 
 __all__ = [
     "attention_matmul_flops",
-    "plot_rnn_vs_attention",
     "rnn_from_cell",
     "rnn_matmul_flops",
     "rnn_stepwise",
@@ -253,49 +251,8 @@ def time_rnn_vs_attention(
         rnn = rnn_from_cell(cell)  # its own initialisation draws too
     generator = torch.Generator().manual_seed(seed)
     inputs = torch.randn(batch, max(lengths), d_model, generator=generator)
-    with training.threads(threads), torch.no_grad():
+    with _devices.threads(threads), torch.no_grad():
         return [
             _measure(inputs[:, :length].contiguous(), cell, rnn, projections, repeats)
             for length in lengths
         ]
-
-
-def plot_rnn_vs_attention(
-    rows: Sequence[dict[str, int | float]], ax: Axes | None = None, *, title: str | None = None
-) -> Axes:
-    """Plot the rows of :func:`time_rnn_vs_attention`: time per pass against length, log-log.
-
-    One line for the RNN's Python loop, one for ``nn.RNN`` (if the rows have
-    ``rnn_builtin_seconds``) and one for self-attention.
-
-    Args:
-        rows: the measurements, each with ``length``, ``rnn_seconds`` and
-            ``attention_seconds``, and optionally ``rnn_builtin_seconds``.
-        ax: where to draw; a new figure if omitted.
-        title: optional axes title.
-    """
-    if not rows:
-        raise ValueError("rows must hold at least one measurement, got none")
-    missing = {"length", "rnn_seconds", "attention_seconds"} - set(rows[0])
-    if missing:
-        raise ValueError(f"rows lack the keys {sorted(missing)}; use time_rnn_vs_attention")
-    if ax is None:
-        _, ax = plt.subplots(figsize=(6, 4))
-    lengths = [row["length"] for row in rows]
-    curves = [
-        ("rnn_seconds", "o-", "RNN, Python loop over the positions"),
-        ("rnn_builtin_seconds", "^-", "RNN, torch.nn.RNN (loop inside PyTorch)"),
-        ("attention_seconds", "s-", "self-attention, all positions at once"),
-    ]
-    for key, style, label in curves:
-        if key in rows[0]:
-            ax.plot(lengths, [1000 * row[key] for row in rows], style, label=label)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("sequence length $L$")
-    ax.set_ylabel("time per pass (ms)")
-    ax.legend(fontsize="small")
-    ax.grid(True, which="major", alpha=0.3)
-    if title:
-        ax.set_title(title)
-    return ax

@@ -35,7 +35,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,7 +51,7 @@ from course_lib._checks import (
     probability,
     shape_of,
 )
-from course_lib._devices import device_of, values_checkable
+from course_lib._devices import device_of, threads, values_checkable
 
 __all__ = [
     "ProgressBar",
@@ -299,22 +299,6 @@ def warmup_then_decay(
         return max(0.0, (total_steps - step) / max(1, total_steps - warmup))
 
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
-
-
-@contextlib.contextmanager
-def threads(count: int | None) -> Iterator[None]:
-    """Let PyTorch use ``count`` CPU threads inside the ``with`` block (``None``: unchanged).
-
-    Small models train faster on one thread on a busy machine, and one thread makes the
-    order of every floating-point sum, hence the result, the same from run to run.
-    """
-    previous = torch.get_num_threads()
-    if count is not None:
-        torch.set_num_threads(positive_int("threads", count))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 class ProgressBar:

@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 
 from course_lib._checks import integer
-from course_lib._devices import device_of
+from course_lib._devices import device_of, threads
 from course_lib.data import (
     MAX_NUMBER,
     english_number_name,
@@ -392,8 +392,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     """``python -m course_lib.translation [PATH]``: train with the default settings and save
     the translator to ``PATH`` (default: the checkpoint inside the package)."""
     import sys
-
-    from course_lib.training import threads
 
     args = list(sys.argv[1:] if argv is None else argv)
     path = Path(args[0]) if args else Path(__file__).parent / CHECKPOINT

@@ -30,9 +30,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from course_lib._checks import integer, positive_int
-from course_lib._devices import multinomial, values_checkable
+from course_lib._devices import multinomial, threads, values_checkable
 from course_lib.embeddings import TokenEmbedding, check_token_ids
-from course_lib.training import threads
 from course_lib.vocab import Vocabulary
 
 __all__ = [

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from conftest import failed_messages
+from course_lib.answers.compare import compare_results
 from course_lib.exercises import evaluate
-from course_lib.exercises._compare import compare_results
 from solutions import SOLUTIONS
 
 model_attention = SOLUTIONS["scaled-dot-product-attention"]  # carried with wrong answers

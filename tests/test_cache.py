@@ -173,3 +173,26 @@ def test_a_cache_must_be_fed_the_same_batch():
     model.decode(torch.ones(2, 1, dtype=torch.long), memory, None, cache=cache)
     with pytest.raises(ValueError, match="cache holds 2 sequences"):
         model.decode(torch.ones(1, 1, dtype=torch.long), memory[:1], None, cache=cache)
+
+
+MODERN = {
+    "rms norms": {"norm": "rms"},
+    "a gated network": {"gated": True, "activation": "silu"},
+    "two key/value heads": {"num_kv_heads": 2},
+    "rotary positions": {"rotary_base": 10_000.0},
+    "no biases": {"bias": False},
+}
+
+
+@pytest.mark.parametrize("options", MODERN.values(), ids=MODERN.keys())
+def test_a_decoder_with_a_modern_option_decodes_with_a_cache_as_on_the_whole_prefix(options):
+    torch.manual_seed(0)
+    decoder = Decoder(2, D_MODEL, HEADS, 32, norm_first=True, **options).eval()
+    x, memory = torch.randn(2, 5, D_MODEL), torch.randn(2, 6, D_MODEL)
+    full = decoder(x, memory, causal_mask(5))
+    cache = DecoderCache(2)
+    steps = [
+        decoder(x[:, t : t + 1], memory, causal_mask(1, num_keys=t + 1), cache=cache)
+        for t in range(5)
+    ]
+    torch.testing.assert_close(torch.cat(steps, 1), full)

@@ -71,8 +71,8 @@ def test_an_answer_cannot_start_a_process_in_its_check(route):
     body = "\n    ".join(STARTS_A_PROCESS[route].splitlines())
     source = f"def positional_encoding(max_len, d_model):\n    {body}\n"
     answer = {"function": "positional_encoding", "source": source}
+    from course_lib.answers.judging import run_locally
     from course_lib.exercises import get_exercise
-    from course_lib.exercises._evaluation import run_locally
 
     exercise = get_exercise("positional-encoding")
     verdict = run_locally(exercise, answer, seed=exercise.seed, timeout=exercise.timeout)

@@ -18,7 +18,7 @@ import threading
 
 import pytest
 
-from course_lib.exercises import _confine
+from course_lib.answers import _confine
 
 LINUX_FILTER = pytest.mark.skipif(
     not sys.platform.startswith("linux") or platform.machine() not in _confine.REFUSED_CALLS,

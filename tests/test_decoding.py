@@ -9,8 +9,8 @@ import time
 import pytest
 import torch
 
+from course_lib.answers.runner import TableScorer
 from course_lib.decoding import TranslationScorer, beam_search, greedy_decode, sample, step_times
-from course_lib.exercises._runner import TableScorer
 from course_lib.transformer import Transformer
 
 PAD, BOS, EOS = 0, 1, 2

@@ -35,7 +35,7 @@ from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten, tree_map
 
-from course_lib import attention, decoding, embeddings, families, training, word2vec
+from course_lib import attention, decoding, embeddings, families, objectives, training, word2vec
 from course_lib.decoder import Decoder, DecoderLayer
 from course_lib.encoder import Encoder, EncoderLayer
 from course_lib.feedforward import FeedForward
@@ -313,7 +313,7 @@ FUNCTIONS = {
         (),
     ),
     "mask_tokens with a CPU generator": lambda d, t: (
-        families.mask_tokens(_ids(d), mask_id=1, generator=torch.Generator().manual_seed(0))[0],
+        objectives.mask_tokens(_ids(d), mask_id=1, generator=torch.Generator().manual_seed(0))[0],
         (BATCH, LENGTH),
     ),
     "pca_2d": lambda d, t: (word2vec.pca_2d(torch.randn(6, 4, device=d, dtype=t)), (6, 2)),
@@ -359,14 +359,14 @@ def _train(name: str, device) -> training.TrainingHistory:
     ids = torch.randint(1, VOCAB, (4, LENGTH))
     if name == "train_masked_lm":
         model = _model(_encoder_only(), device, torch.float32)
-        return families.train_masked_lm(model, ids, mask_id=1, **_fit_settings())
+        return objectives.train_masked_lm(model, ids, mask_id=1, **_fit_settings())
     if name == "train_causal_lm":
         model = _model(_decoder_only(), device, torch.float32)
-        return families.train_causal_lm(model, ids, **_fit_settings())
+        return objectives.train_causal_lm(model, ids, **_fit_settings())
     if name == "train_classifier":
         model = _model(families.SequenceClassifier(_encoder_only(), 3), device, torch.float32)
         labels = torch.tensor([0, 1, 2, 1])
-        return families.train_classifier(model, ids, labels, **_fit_settings())
+        return objectives.train_classifier(model, ids, labels, **_fit_settings())
     model = _model(_transformer(), device, torch.float32)
     return training.train_seq2seq(model, ids, ids, label_smoothing=0.1, **_fit_settings())
 
@@ -516,7 +516,7 @@ def test_fit_refuses_a_float16_model_and_says_why():
     model = _decoder_only().half()
     ids = torch.randint(1, VOCAB, (4, LENGTH))
     with pytest.raises(TypeError, match=r"float16.*(?s:NaN).*autocast=torch\.float16"):
-        families.train_causal_lm(model, ids, **_fit_settings())
+        objectives.train_causal_lm(model, ids, **_fit_settings())
 
 
 def test_fit_trains_in_bfloat16_autocast_and_keeps_float32_weights():
@@ -524,7 +524,7 @@ def test_fit_trains_in_bfloat16_autocast_and_keeps_float32_weights():
     model = _decoder_only()
     ids = torch.randint(1, VOCAB, (8, LENGTH))
     settings = {**_fit_settings(), "epochs": 3, "learning_rate": 1e-2}
-    history = families.train_causal_lm(model, ids, autocast=torch.bfloat16, **settings)
+    history = objectives.train_causal_lm(model, ids, autocast=torch.bfloat16, **settings)
     assert all(math.isfinite(loss) for loss in history.step_losses)
     assert history.epoch_losses[-1] < history.epoch_losses[0]
     assert {p.dtype for p in model.parameters()} == {torch.float32}
@@ -549,7 +549,7 @@ def test_fit_scales_the_loss_under_float16_autocast():
     torch.manual_seed(0)
     model = _decoder_only()
     ids = torch.randint(1, VOCAB, (8, LENGTH))
-    history = families.train_causal_lm(model, ids, autocast=torch.float16, **_fit_settings())
+    history = objectives.train_causal_lm(model, ids, autocast=torch.float16, **_fit_settings())
     assert all(math.isfinite(loss) for loss in history.step_losses)
     assert all(torch.isfinite(p).all() for p in model.parameters())
 
@@ -560,7 +560,7 @@ def test_fit_trains_on_cuda_in_mixed_precision(dtype):
     torch.manual_seed(0)
     model = _model(_decoder_only(), "cuda", torch.float32)
     ids = torch.randint(1, VOCAB, (8, LENGTH))
-    history = families.train_causal_lm(model, ids, autocast=dtype, **_fit_settings())
+    history = objectives.train_causal_lm(model, ids, autocast=dtype, **_fit_settings())
     assert all(math.isfinite(loss) for loss in history.step_losses)
     assert {p.dtype for p in model.parameters()} == {torch.float32}
 

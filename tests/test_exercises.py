@@ -14,18 +14,18 @@ import pytest
 import torch
 
 from conftest import chapter_notebooks, read_notebook, toc_files
+from course_lib.answers import engine
+from course_lib.answers.compare import compare_tensors
 from course_lib.exercises import (
     ChoiceExercise,
     CodeExercise,
     UnknownExerciseError,
     ValueExercise,
-    _engine,
     check,
     evaluate,
     get_exercise,
     list_exercises,
 )
-from course_lib.exercises._compare import compare_tensors
 from solutions import SOLUTIONS
 
 model_offset_rotation = SOLUTIONS["pe-offset-rotation"]  # carried with wrong answers
@@ -399,7 +399,7 @@ def test_the_stub_counts_as_not_attempted_and_is_not_recorded():
 
 
 def test_wall_clock_a_function_that_never_returns_is_stopped_within_3_s_by_a_1_s_limit():
-    _engine.local_engine()  # started (as long as importing torch) before the clock
+    engine.local_engine()  # started (as long as importing torch) before the clock
     started = time.monotonic()
     result = evaluate("positional-encoding", never_returns, timeout=1.0)
     assert time.monotonic() - started < 3.0
@@ -414,16 +414,16 @@ def test_wall_clock_starting_the_fork_server_is_not_counted_in_the_first_checks_
 ):
     # The first check of a kernel starts the fork server; on a busy machine that alone took
     # longer than an exercise's limit, and a correct answer was recorded as timed out.
-    start = _engine.Engine.start
+    start = engine.Engine.start
 
-    def slow_start(engine):
-        start(engine)
+    def slow_start(server):
+        start(server)
         time.sleep(3.0)  # a start 3 s slower than this machine's
 
-    monkeypatch.setattr(_engine.Engine, "start", slow_start)
-    _engine._stop_local()
+    monkeypatch.setattr(engine.Engine, "start", slow_start)
+    engine._stop_local()
     result = evaluate("positional-encoding", model_encoding, timeout=2.0)
-    _engine._stop_local()  # the next test gets a fork server started the usual way
+    engine._stop_local()  # the next test gets a fork server started the usual way
     assert result.passed, str(result)
 
 
@@ -435,7 +435,7 @@ def test_what_a_stopped_function_printed_is_still_shown():
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the memory cap is Linux only")
 def test_wall_clock_allocating_more_memory_than_allowed_fails_within_5_s_with_a_clear_message():
-    _engine.local_engine()  # started (as long as importing torch) before the clock
+    engine.local_engine()  # started (as long as importing torch) before the clock
     started = time.monotonic()
     result = evaluate("positional-encoding", allocates_too_much)
     assert time.monotonic() - started < 5
@@ -568,9 +568,9 @@ def test_check_outside_a_notebook_prints_the_result_as_text(capsys):
 @pytest.fixture
 def without_fork(monkeypatch):
     """Where the system cannot fork (Windows), calls run in a thread."""
-    from course_lib.exercises import _evaluation
+    from course_lib.answers import judging
 
-    monkeypatch.setattr(_evaluation, "can_fork", lambda: False)
+    monkeypatch.setattr(judging, "can_fork", lambda: False)
 
 
 def test_without_fork_a_correct_answer_still_passes(without_fork):
@@ -613,7 +613,7 @@ def shifted_answer(exercise_id: str, fraction: float) -> dict:
     """The model answer with every floating-point entry it returns moved by ``fraction`` of
     the exercise's tolerance (``atol + rtol * |expected|``; by 1e-6 past an exact comparison),
     as a recorded answer."""
-    from course_lib.exercises._source import function_source
+    from course_lib.answers.source import function_source
 
     model = SOLUTIONS[exercise_id]
     exercise = get_exercise(exercise_id)
@@ -648,7 +648,7 @@ FLOAT_RESULTS = [
 
 @pytest.mark.parametrize("exercise_id", FLOAT_RESULTS)
 def test_an_answer_just_inside_the_tolerance_passes(exercise_id):
-    from course_lib.exercises._evaluation import run_locally
+    from course_lib.answers.judging import run_locally
 
     exercise = get_exercise(exercise_id)
     answer = shifted_answer(exercise_id, 0.5)
@@ -658,7 +658,7 @@ def test_an_answer_just_inside_the_tolerance_passes(exercise_id):
 
 @pytest.mark.parametrize("exercise_id", FLOAT_RESULTS)
 def test_an_answer_just_outside_the_tolerance_fails(exercise_id):
-    from course_lib.exercises._evaluation import run_locally
+    from course_lib.answers.judging import run_locally
 
     exercise = get_exercise(exercise_id)
     answer = shifted_answer(exercise_id, 2.0)

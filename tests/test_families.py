@@ -1,5 +1,5 @@
-"""Specification of course_lib.families: encoder-only (BERT-like) and decoder-only (GPT-like)
-models, masked-token and next-token training."""
+"""Specification of course_lib.families, encoder-only (BERT-like) and decoder-only (GPT-like)
+models, and of course_lib.objectives, their masked-token, next-token and label training."""
 
 from __future__ import annotations
 
@@ -12,11 +12,8 @@ from course_lib.families import (
     EncoderOnlyModel,
     LearnedPositions,
     SequenceClassifier,
-    mask_tokens,
-    train_causal_lm,
-    train_classifier,
-    train_masked_lm,
 )
+from course_lib.objectives import mask_tokens, train_causal_lm, train_classifier, train_masked_lm
 
 VOCAB = 20
 

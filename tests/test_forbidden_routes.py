@@ -17,8 +17,8 @@ import torch.nn.functional as F
 from test_grading import SEED, document, entry, grade, write
 from test_rmsnorm_chapter import RMS_NORM_ROUTES
 
+from course_lib.answers.judging import run_locally
 from course_lib.exercises import evaluate, get_exercise, list_exercises
-from course_lib.exercises._evaluation import run_locally
 
 REFUSED = "this exercise asks you to write the computation yourself; your code called "
 norm = F.layer_norm  # a Python alias of the built-in, as a notebook might make one
@@ -509,9 +509,9 @@ def test_the_blocks_live_in_the_process_that_runs_the_answer_only():
 
 
 def test_without_fork_a_route_is_refused_too_and_the_block_is_lifted_after(monkeypatch):
-    from course_lib.exercises import _evaluation
+    from course_lib.answers import judging
 
-    monkeypatch.setattr(_evaluation, "can_fork", lambda: False)
+    monkeypatch.setattr(judging, "can_fork", lambda: False)
     result = evaluate("layer-norm", by_torch_layer_norm, record=False)
     assert REFUSED in result.checks[1].message
     x = torch.randn(2, 3)

@@ -27,9 +27,9 @@ import torch
 
 import course_lib
 from conftest import ROOT, book_config
+from course_lib.answers.runner import TableScorer, decode_argument, encode_argument
+from course_lib.answers.source import function_source
 from course_lib.exercises import get_exercise, list_exercises
-from course_lib.exercises._runner import TableScorer, decode_argument, encode_argument
-from course_lib.exercises._source import function_source
 from course_lib.exercises.submission import content_hash
 from course_lib.grading import cli
 from course_lib.grading._progress import ProgressBar

@@ -21,6 +21,7 @@ import jsonschema
 import pytest
 from test_grading import document, entry, grade, read_csv, results, write
 
+from course_lib.answers import Outcome
 from course_lib.exercises import SubmissionError, get_exercise
 from course_lib.exercises import submission as submission_module
 from course_lib.exercises._registry import Check
@@ -298,7 +299,7 @@ def test_a_result_the_grader_cannot_judge_is_that_submissions_error(tmp_path, mo
 
         def run(self, work, done, starting):
             for job in work:
-                done(job, [{} for _ in job.tasks])
+                done(job, [Outcome("done") for _ in job.tasks])
 
     def interpret(self, exercise, outcome):
         raise TypeError(f"cannot judge {EVIL}")

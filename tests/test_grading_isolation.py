@@ -30,7 +30,8 @@ from test_grading import (
     write,
 )
 
-from course_lib.exercises import _engine, _evaluation, evaluate, get_exercise
+from course_lib.answers import engine, judging
+from course_lib.exercises import evaluate, get_exercise
 from course_lib.grading.sandbox import Job, Sandbox, Worker
 from solutions import SOLUTIONS
 
@@ -296,8 +297,8 @@ def victim_task(marker: str) -> dict:
         "def positional_encoding", f"SECRET = {marker!r}\n\n\ndef positional_encoding", 1
     )
     answer = {"function": "positional_encoding", "source": source}
-    prepared = _evaluation.prepare(exercise, SEED)
-    return _evaluation.make_task(exercise, answer, prepared, exercise.timeout)
+    prepared = judging.prepare(exercise, SEED)
+    return judging.make_task(exercise, answer, prepared, exercise.timeout)
 
 
 @NEEDS_ROOT
@@ -306,8 +307,8 @@ def test_the_grading_fork_server_holds_nothing_of_an_answer_it_ran():
     marker = f"fork-server-probe-{secrets.token_hex(8)}"
     try:
         outcomes = worker.run(Job("victim", [victim_task(marker)], 30.0))
-        assert outcomes[0]["status"] == "done"
-        assert "SECRET" not in str(outcomes[0]["messages"])
+        assert outcomes[0].status == "done"
+        assert "SECRET" not in str(outcomes[0].messages)
         assert memory_holds(worker.pid, b"/opt/course-grade")  # the probe reads its memory
         assert not memory_holds(worker.pid, marker.encode())
     finally:
@@ -318,10 +319,10 @@ def test_the_grading_fork_server_holds_nothing_of_an_answer_it_ran():
 def test_the_checks_fork_server_holds_nothing_of_an_answer_it_checked():
     marker = f"check-probe-{secrets.token_hex(8)}"
     task = victim_task(marker)
-    outcome = _engine.run_locally(task, 30)
-    assert outcome["status"] == "done"
-    server = _engine.local_engine().process.pid
-    assert memory_holds(server, b"_runner.py")
+    outcome = engine.run_locally(task, 30)
+    assert outcome.status == "done"
+    server = engine.local_engine().process.pid
+    assert memory_holds(server, b"runner.py")
     assert not memory_holds(server, marker.encode())
 
 
@@ -355,7 +356,7 @@ def test_the_check_and_grading_refuse_the_same_things_with_the_same_messages():
             gc.get_objects()
         """
     )
-    verdict = _evaluation.run_locally(
+    verdict = judging.run_locally(
         exercise,
         {"function": "positional_encoding", "source": source},
         seed=exercise.seed,
@@ -372,11 +373,11 @@ def test_a_check_of_a_correct_answer_still_passes_after_a_hostile_one():
 
 def test_public_calls_share_a_process_and_each_hidden_call_runs_alone_after_them():
     exercise = get_exercise("positional-encoding")
-    public = _evaluation.prepare(exercise, exercise.seed)
-    graded = _evaluation.prepare(exercise, SEED)
+    public = judging.prepare(exercise, exercise.seed)
+    graded = judging.prepare(exercise, SEED)
     assert not any(call["alone"] for call in public.calls)
     alone = [call["alone"] for call in graded.calls]
     assert any(alone) and not all(alone)
-    groups = _engine._groups(graded.calls)
+    groups = engine._groups(graded.calls)
     assert groups[0] == [index for index, hidden in enumerate(alone) if not hidden]
     assert groups[1:] == [[index] for index, hidden in enumerate(alone) if hidden]

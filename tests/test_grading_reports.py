@@ -26,10 +26,10 @@ from test_grading import (
     write,
 )
 
+from course_lib.answers.compare import _number
+from course_lib.answers.judging import judge
+from course_lib.answers.source import function_source
 from course_lib.exercises import evaluate, get_exercise, list_exercises
-from course_lib.exercises._compare import _number
-from course_lib.exercises._evaluation import judge
-from course_lib.exercises._source import function_source
 from course_lib.grading.feedback import public_labels
 from course_lib.grading.gradebook import Gradebook
 from course_lib.grading.report import inert

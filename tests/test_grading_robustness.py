@@ -31,7 +31,7 @@ from test_grading import (
     write,
 )
 
-from course_lib.exercises._runner import descendants
+from course_lib.answers.runner import descendants
 from course_lib.grading.gradebook import Gradebook
 from course_lib.grading.inprogress import run_is_gone
 from course_lib.grading.inputs import read_submission_file

@@ -11,7 +11,8 @@ import torch
 from torch import nn
 
 from course_lib.attention import MultiHeadAttention
-from course_lib.encoder import EncoderLayer, make_norm
+from course_lib.decoder import Decoder
+from course_lib.encoder import Encoder, EncoderLayer, LayerStack, make_norm
 from course_lib.families import DecoderOnlyModel, llama_settings
 from course_lib.feedforward import FeedForward, GatedFeedForward
 from course_lib.normalization import RMSNorm
@@ -218,3 +219,23 @@ def test_the_parameter_ledger_of_llama_2_7b_on_the_meta_device():
     assert ledger["norms"] == 65 * 4096 and ledger["positions"] == 0
     with pytest.raises(TypeError, match="EncoderOnlyModel or DecoderOnlyModel"):
         parameter_ledger(nn.Linear(2, 2))
+
+
+def test_a_decoder_takes_the_options_of_an_encoder_and_its_final_norm_is_of_their_kind():
+    options = {"norm": "rms", "gated": True, "num_kv_heads": 2, "rotary_base": 500.0}
+    decoder = Decoder(2, 16, 4, 32, activation="silu", norm_first=True, bias=False, **options)
+    layer = decoder.layers[0]
+    assert isinstance(decoder.norm, RMSNorm)
+    assert all(isinstance(n, RMSNorm) for n in (layer.norm1, layer.norm2, layer.norm3))
+    assert isinstance(layer.feed_forward, GatedFeedForward)
+    assert layer.self_attention.num_kv_heads == layer.cross_attention.num_kv_heads == 2
+    assert layer.self_attention.rotary_base == 500.0
+    assert layer.cross_attention.rotary_base is None  # target and source positions differ
+    assert not any(name.endswith("bias") for name, _ in decoder.named_parameters())
+
+
+def test_encoder_and_decoder_are_one_stack_with_their_own_forward():
+    assert issubclass(Encoder, LayerStack) and issubclass(Decoder, LayerStack)
+    assert Encoder.__init__ is Decoder.__init__ is LayerStack.__init__
+    assert Encoder.from_torch.__func__ is Decoder.from_torch.__func__
+    assert Encoder.forward is not Decoder.forward

@@ -13,9 +13,9 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from course_lib.attention import scaled_dot_product_attention
+from course_lib.plotting import plot_rnn_vs_attention
 from course_lib.recurrence import (
     attention_matmul_flops,
-    plot_rnn_vs_attention,
     rnn_from_cell,
     rnn_matmul_flops,
     rnn_stepwise,

@@ -1,4 +1,4 @@
-"""The refusals of :mod:`course_lib.exercises._refuse`: every route to a computation an exercise
+"""The refusals of :mod:`course_lib.answers._refuse`: every route to a computation an exercise
 forbids raises with the refusal's message in a process where ``refuse_for_good`` ran, while
 the same route computes the right values in a process where it did not (so the refusal, not
 a mistake in the route, is what stops it); nothing Python can reach undoes a refusal; and the
@@ -30,9 +30,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from course_lib.exercises import _confine, _refuse
-from course_lib.exercises._forbidden import ATTENTION, EMBEDDING, ENCODER_LAYER, NORMALIZATION
-from course_lib.exercises._runner import blocked_message
+from course_lib.answers import _confine, _refuse
+from course_lib.answers.forbidden import ATTENTION, EMBEDDING, ENCODER_LAYER, NORMALIZATION
+from course_lib.answers.runner import blocked_message
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the refusals live in a fork")
 
@@ -949,7 +949,7 @@ def test_preload_loads_every_module_whose_functions_are_refused():
 
 FIRST_USE = """
 import sys, torch
-from course_lib.exercises import _refuse
+from course_lib.answers import _refuse
 _refuse.preload()
 before = set(sys.modules)
 from torch._decomp.decompositions import scaled_dot_product_flash_attention_for_cpu

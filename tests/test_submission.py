@@ -13,6 +13,7 @@ import torch
 
 import course_lib
 from conftest import ROOT
+from course_lib.answers.source import function_source
 from course_lib.exercises import (
     SubmissionError,
     evaluate,
@@ -25,7 +26,6 @@ from course_lib.exercises import (
     submit,
 )
 from course_lib.exercises import submission as submission_module
-from course_lib.exercises._source import function_source
 from solutions import SOLUTIONS
 
 model_encoding = SOLUTIONS["positional-encoding"]  # carried with wrong answers

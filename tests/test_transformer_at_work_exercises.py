@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from conftest import failed_messages
+from course_lib.answers.runner import TableScorer
 from course_lib.exercises import evaluate, get_exercise, list_exercises
-from course_lib.exercises._runner import TableScorer
 from solutions import SOLUTIONS
 
 model_greedy_decoding = SOLUTIONS["greedy-decoding"]  # carried with wrong answers

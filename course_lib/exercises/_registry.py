@@ -25,7 +25,14 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor
 
-from course_lib.exercises._compare import describe_type
+from course_lib.answers import (
+    Case,
+    Check,
+    SourceUnavailable,
+    describe_type,
+    function_source,
+    run_locally,
+)
 
 __all__ = [
     "Case",
@@ -50,30 +57,9 @@ MAX_SOURCE = 200_000  # characters of a recorded function source (the schema's l
 MAX_NUMBERS = 10_000  # numbers of a recorded value answer
 MAX_TEXT = 200  # characters of a recorded choice, or of a value answer kept as text
 STATUSES = ("passed", "failed", "not attempted")
-CHECK_STATUSES = ("pass", "fail", "error", "timeout")
 
 
 # --------------------------------------------------------------------------- outcomes
-
-
-@dataclass(frozen=True)
-class Check:
-    """The outcome of one check: its name, ``pass``/``fail``/``error``/``timeout`` and why."""
-
-    name: str
-    status: str
-    message: str
-
-    def __post_init__(self) -> None:
-        if self.status not in CHECK_STATUSES:
-            raise ValueError(f"status must be one of {CHECK_STATUSES}, got {self.status!r}")
-
-    @property
-    def passed(self) -> bool:
-        return self.status == "pass"
-
-    def to_dict(self) -> dict[str, str]:
-        return {"name": self.name, "status": self.status, "message": self.message}
 
 
 @dataclass(frozen=True)
@@ -214,15 +200,6 @@ class Exercise:
         raise NotImplementedError
 
 
-@dataclass(frozen=True)
-class Case:
-    """One input of a code exercise: the arguments and a label shown as the check's name."""
-
-    label: str
-    args: tuple = ()
-    kwargs: dict = field(default_factory=dict)
-
-
 @dataclass(frozen=True, kw_only=True)
 class CodeExercise(Exercise):
     """Implement a function; it must agree with the reference on every case.
@@ -291,9 +268,7 @@ class CodeExercise(Exercise):
     ) -> tuple[list[Check], str]:
         """Judge ``answer`` as grading judges it: from its recorded source, run on its own in
         a fresh namespace, in a limited child process (see
-        :mod:`course_lib.exercises._evaluation`)."""
-        from course_lib.exercises._evaluation import run_locally
-
+        :mod:`course_lib.answers.judging`)."""
         if answer is None:
             return [], ""
         signature = self._signature_check(answer)
@@ -327,8 +302,6 @@ class CodeExercise(Exercise):
     def answer_record(self, answer: object) -> dict[str, Any]:
         """``{"function": name, "source": text}``: the name of the student's function (which
         need not be ``self.function``) and a self-contained source defining it."""
-        from course_lib.exercises._source import SourceUnavailable, function_source
-
         name = getattr(answer, "__name__", "")
         if not isinstance(name, str) or not name.isidentifier():
             return {"function": self.function, "source": None,

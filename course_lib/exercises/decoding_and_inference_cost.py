@@ -3,7 +3,7 @@
 
 The greedy-decoding exercise needs a model as an argument. A grader passes arguments into its
 sandbox as tensors and JSON values only, so the model of this exercise is a
-:class:`~course_lib.exercises._runner.TableScorer`: a next-token scorer made of two tables,
+:class:`~course_lib.answers.runner.TableScorer`: a next-token scorer made of two tables,
 which the grader sends as tensors and rebuilds on the other side. Students call it like any
 scorer (``model(ids)`` -> ``(batch, vocab_size)``), and their function works unchanged with
 the chapter's trained translator.
@@ -14,10 +14,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from course_lib.answers import ATTENTION, TableScorer
 from course_lib.attention import scaled_dot_product_attention
 from course_lib.cache import KeyValueCache
 from course_lib.decoding import beam_search, greedy_decode, sample
-from course_lib.exercises._forbidden import ATTENTION
 from course_lib.exercises._registry import (
     Case,
     CodeExercise,
@@ -33,10 +33,7 @@ PAD, BOS, EOS = 0, 1, 2
 # --------------------------------------------------------------------------- greedy decoding
 
 
-def _table_scorer(by_position: torch.Tensor, by_start: torch.Tensor):
-    # imported here: course_lib.grading imports the exercises
-    from course_lib.exercises._runner import TableScorer
-
+def _table_scorer(by_position: torch.Tensor, by_start: torch.Tensor) -> TableScorer:
     return TableScorer(by_position, by_start)
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from course_lib.answers import EMBEDDING
 from course_lib.embeddings import TokenEmbedding, one_hot_lookup
-from course_lib.exercises._forbidden import EMBEDDING
 from course_lib.exercises._registry import (
     Case,
     CodeExercise,

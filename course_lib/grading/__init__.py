@@ -12,12 +12,12 @@ Modules, one concept each:
 
 - :mod:`~course_lib.grading.inputs`: finding and reading submission files;
 - :mod:`~course_lib.grading.grader`: grading one submission, statuses and points (a code
-  answer is judged by :mod:`course_lib.exercises._evaluation`, as the student's check
+  answer is judged by :mod:`course_lib.answers.judging`, as the student's check
   judges it);
 - :mod:`~course_lib.grading.sandbox`: the workers that run students' code, in bubblewrap:
-  each is the fork server of :mod:`course_lib.exercises._runner` (with its companions
+  each is the fork server of :mod:`course_lib.answers.runner` (with its companions
   ``_confine.py`` and ``_refuse.py`` beside it), driven through
-  :mod:`course_lib.exercises._engine`, one fresh process per case;
+  :mod:`course_lib.answers.engine`, one fresh process per case;
 - :mod:`~course_lib.grading.inprogress`: marks of the answers running, so that a run killed
   by an answer records it on the next run;
 - :mod:`~course_lib.grading.text`: text from students and their code made safe to print on a

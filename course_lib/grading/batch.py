@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from course_lib.answers import Outcome
 from course_lib.exercises import list_exercises
 from course_lib.grading._progress import ProgressBar
 from course_lib.grading.gradebook import Gradebook
@@ -132,7 +133,7 @@ def grade_pending(
         if work:
             assert isinstance(sandbox, Sandbox)
 
-            def done(job: Job, outcomes: list[dict[str, Any]]) -> None:
+            def done(job: Job, outcomes: list[Outcome]) -> None:
                 plan = plans[job.key]
                 try:
                     ran = [

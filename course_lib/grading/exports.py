@@ -21,12 +21,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from course_lib.grading.report import write_csv
-
-if TYPE_CHECKING:
-    from course_lib.grading.report import ClassRecord, StudentRecord
+from course_lib.grading.records import ClassRecord, StudentRecord, write_csv
 
 __all__ = ["canvas_rows", "moodle_rows", "write_exports"]
 

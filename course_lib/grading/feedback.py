@@ -27,15 +27,13 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from course_lib.answers import WHOLE_ANSWER_CHECKS, public_cases
 from course_lib.exercises import CodeExercise, UnknownExerciseError, get_exercise
-from course_lib.exercises._evaluation import WHOLE_ANSWER_CHECKS, public_cases
+from course_lib.grading.gradebook import Gradebook
+from course_lib.grading.records import ClassRecord, StudentRecord, write_text
 from course_lib.grading.text import storable
-
-if TYPE_CHECKING:
-    from course_lib.grading.gradebook import Gradebook
-    from course_lib.grading.report import ClassRecord, StudentRecord
 
 __all__ = ["feedback_page", "public_labels", "shown_checks", "write_feedback"]
 
@@ -71,7 +69,7 @@ td, th { border: 1px solid #bbb; padding: 0.2em 0.6em; text-align: left; vertica
 def public_labels(exercise: CodeExercise, seed: int | None) -> set[str]:
     """The labels of the grading cases (of ``seed``) that students' own checks run too, with
     the same arguments; every other case is hidden (and ran alone, see
-    :func:`course_lib.exercises._evaluation.public_cases`)."""
+    :func:`course_lib.answers.judging.public_cases`)."""
     if seed is None:
         return set()
     cases = list(exercise.cases(seed))
@@ -248,8 +246,6 @@ def feedback_page(student: StudentRecord, seed: int | None) -> str:
 def write_feedback(book: Gradebook, record: ClassRecord, folder: str | os.PathLike) -> Path:
     """Write ``feedback/<student_id>.html`` for every student into ``folder``; return the
     feedback folder. Pages of students no longer in the gradebook are left alone."""
-    from course_lib.grading.report import write_text
-
     target = Path(folder) / FOLDER
     target.mkdir(mode=0o700, exist_ok=True)
     for student in record.students.values():

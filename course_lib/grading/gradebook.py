@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import course_lib
-from course_lib.exercises._registry import Exercise
+from course_lib.exercises import Exercise
 from course_lib.grading.grader import Grade
 from course_lib.grading.inputs import SubmissionFile
 from course_lib.grading.text import (

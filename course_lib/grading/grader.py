@@ -3,7 +3,7 @@
 Nothing written in a submission is trusted: its scores, local results, points and checksum
 are ignored, every answer is checked again here. Choice and value answers are checked in the
 grader's own process (they are data). The source of a code answer is judged by the steps of
-:mod:`course_lib.exercises._evaluation`, the ones a student's check takes: it runs in a
+:mod:`course_lib.answers.judging`, the ones a student's check takes: it runs in a
 sandboxed worker (:mod:`course_lib.grading.sandbox`) on the exercise's fixed inputs and on
 random inputs drawn from the instructor's grading seed, which students never saw; only the
 values it returns come back, and they are compared here with ``course_lib``'s reference.
@@ -28,15 +28,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from course_lib.exercises import _evaluation
-from course_lib.exercises._evaluation import STATUSES, Prepared, Verdict
-from course_lib.exercises._registry import (
-    Check,
-    CodeExercise,
-    Exercise,
-    UnknownExerciseError,
-    get_exercise,
-)
+from course_lib import answers
+from course_lib.answers import STATUSES, Check, Outcome, Prepared, Verdict, check_status
+from course_lib.exercises import CodeExercise, Exercise, UnknownExerciseError, get_exercise
 from course_lib.grading.sandbox import Job, Limits
 
 __all__ = ["STATUSES", "Grade", "Grader", "Settings"]
@@ -76,8 +70,7 @@ class Grade:
     seconds: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.status not in STATUSES:
-            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+        check_status(self.status, STATUSES)
 
     @classmethod
     def of(cls, exercise: Exercise, verdict: Verdict) -> Grade:
@@ -123,7 +116,7 @@ class Grader:
     def prepared(self, exercise: CodeExercise) -> Prepared:
         """The cases of ``exercise`` for the grading seed, computed once per run."""
         if exercise.id not in self._prepared:
-            self._prepared[exercise.id] = _evaluation.prepare(exercise, self.settings.seed)
+            self._prepared[exercise.id] = answers.prepare(exercise, self.settings.seed)
         return self._prepared[exercise.id]
 
     def timeout(self, exercise: CodeExercise) -> float:
@@ -158,7 +151,7 @@ class Grader:
                 )
                 continue
             if isinstance(exercise, CodeExercise):
-                refused = _evaluation.refusal(exercise, entry["answer"])
+                refused = answers.refusal(exercise, entry["answer"])
                 if refused is not None:
                     plan.grades.append(Grade.of(exercise, refused))
                     continue
@@ -179,18 +172,18 @@ class Grader:
         checks, _ = exercise.grade(given)
         if not checks:
             return _invalid(exercise.id, exercise.points, "the answer is empty")
-        return Grade.of(exercise, _evaluation.judge(checks))
+        return Grade.of(exercise, answers.judge(checks))
 
     def _task(self, exercise: CodeExercise, answer: dict[str, Any]) -> dict[str, Any]:
         prepared = self.prepared(exercise)
         limits = self.settings.limits.to_dict()
-        return _evaluation.make_task(exercise, answer, prepared, self.timeout(exercise), limits)
+        return answers.make_task(exercise, answer, prepared, self.timeout(exercise), limits)
 
     # ----------------------------------------------------------------- outcomes
 
-    def interpret(self, exercise: CodeExercise, outcome: dict[str, Any]) -> Grade:
+    def interpret(self, exercise: CodeExercise, outcome: Outcome) -> Grade:
         """The grade of a code answer from what the worker reported."""
-        verdict = _evaluation.interpret(
+        verdict = answers.interpret(
             exercise,
             self.prepared(exercise),
             outcome,
@@ -201,7 +194,7 @@ class Grader:
 
 
 def grade_document(
-    grader: Grader, document: dict[str, Any], run: Callable[[Job], list[dict[str, Any]]]
+    grader: Grader, document: dict[str, Any], run: Callable[[Job], list[Outcome]]
 ) -> list[Grade]:
     """Every grade of one submission, running its code with ``run`` (tests and tools)."""
     plan = grader.plan(document)

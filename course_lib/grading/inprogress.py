@@ -19,7 +19,7 @@ import contextlib
 import os
 import secrets
 
-from course_lib.exercises._runner import process_stat
+from course_lib.answers import process_stat
 from course_lib.grading.gradebook import Gradebook
 from course_lib.grading.grader import Grade, Plan
 

@@ -35,14 +35,16 @@ import collections
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from course_lib.grading.exports import write_exports
+from course_lib.grading.feedback import write_feedback
 from course_lib.grading.gradebook import Gradebook
-from course_lib.grading.text import csv_text, inert
+from course_lib.grading.records import ClassRecord, StudentRecord, write_csv
+from course_lib.grading.text import inert
 
 __all__ = ["ClassRecord", "inert", "terminal_summary", "write_csv", "write_reports"]
 
@@ -58,82 +60,6 @@ NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?", re.IGNORECASE)
 # An escape that storing wrote for a control character (``\x1b``, ``\u202e``), kept whole when
 # numbers are replaced by ``#``; otherwise a number.
 ESCAPE_OR_NUMBER = re.compile(r"(\\x[0-9a-f]{2}|\\u[0-9a-f]{4})|" + NUMBER.pattern, re.IGNORECASE)
-
-
-# ----------------------------------------------------------------------------- writing
-
-
-def write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically, readable and writable by its owner only."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-", suffix=".tmp")
-    try:
-        os.fchmod(handle, 0o600)
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def write_csv(path: Path, rows: list[list[object]]) -> None:
-    """Write ``rows`` as CSV to ``path`` (see :func:`write_text`) with
-    :func:`~course_lib.grading.text.csv_text`: every cell made inert, cells with line breaks
-    or tabs quoted. Every CSV file of the grader is written here."""
-    write_text(path, csv_text(rows))
-
-
-# ----------------------------------------------------------------------------- the class
-
-
-@dataclass
-class StudentRecord:
-    """What the gradebook says of one student."""
-
-    student_id: str
-    grades: list[Any] = field(default_factory=list)  # final_grades rows, in course order
-    files: list[Any] = field(default_factory=list)  # submission_flags rows, oldest first
-    invalid: list[Any] = field(default_factory=list)  # invalid files, newest first
-    superseded: list[Any] = field(default_factory=list)  # answers rows that do not count
-    similar: dict[str, Any] = field(default_factory=dict)  # exercise: similarity.Similar
-
-    def points(self) -> dict[str, int]:
-        return {r["exercise_id"]: r["points"] for r in self.grades if r["points"] is not None}
-
-    def counted_files(self) -> list[Any]:
-        """The files from which a counted answer comes, newest first."""
-        used = {r["sha256"] for r in self.grades if r["sha256"]}
-        return [f for f in reversed(self.files) if f["sha256"] in used]
-
-
-@dataclass
-class ClassRecord:
-    """Everything the reports show, read from the gradebook once."""
-
-    exercises: list[Any]
-    students: dict[str, StudentRecord]
-    graded: set[str]
-
-    @classmethod
-    def read(cls, book: Gradebook) -> ClassRecord:
-        from course_lib.grading.similarity import similar_answers
-
-        students = {s: StudentRecord(s) for s in book.students()}
-        for row in book.final_grades():
-            students[row["student_id"]].grades.append(row)
-        for row in book.flags():
-            students[row["student_id"]].files.append(row)
-        for student, rows in book.student_files().items():
-            students[student].invalid = [r for r in rows if r["status"] == "invalid"]
-        for row in book.answers():
-            if row["rank"] > 1:
-                students[row["student_id"]].superseded.append(row)
-        for (student, exercise_id), same in similar_answers(book).items():
-            students[student].similar[exercise_id] = same
-        return cls(book.exercises(), students, book.graded_submissions())
-
-    def not_graded(self, student: StudentRecord) -> list[Any]:
-        return [f for f in student.files if f["sha256"] not in self.graded]
 
 
 def short(sha256: str) -> str:
@@ -347,6 +273,26 @@ def summary_rows(record: ClassRecord) -> list[list[object]]:
     return rows
 
 
+def similar_rows(record: ClassRecord) -> list[list[object]]:
+    """The rows of ``similar.csv``, header first: a row per student and exercise whose code
+    is the same as another student's: the group's key, the other students and the file."""
+    rows: list[list[object]] = [["exercise_id", "group", "student_id", "same_as", "submission"]]
+    found = []
+    for student in record.students.values():
+        counted = {r["exercise_id"]: r["sha256"] for r in student.grades}
+        for exercise_id, same in student.similar.items():
+            found.append(
+                [
+                    exercise_id,
+                    same.group,
+                    student.student_id,
+                    " ".join(same.others),
+                    counted[exercise_id],
+                ]
+            )
+    return rows + sorted(found, key=lambda r: (str(r[0]), str(r[1]), str(r[2])))
+
+
 def superseded_list(student: StudentRecord) -> str:
     """``; superseded: <exercise ids>`` for a student with superseded answers, else ``""``."""
     exercises = sorted({r["exercise_id"] for r in student.superseded})
@@ -416,10 +362,6 @@ def _summary_lines(book: Gradebook, limit: int) -> list[str]:
 def write_reports(book: Gradebook, folder: str | os.PathLike) -> list[Path]:
     """Write every report into ``folder``; return the paths of the CSV files (``grades.csv``
     and ``results.csv`` first) and of the feedback folder."""
-    from course_lib.grading.exports import write_exports
-    from course_lib.grading.feedback import write_feedback
-    from course_lib.grading.similarity import similar_rows
-
     folder = Path(folder)
     record = ClassRecord.read(book)
     written = {

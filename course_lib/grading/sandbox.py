@@ -1,10 +1,10 @@
 """Where students' code runs in grading: fork servers, each inside a bubblewrap sandbox.
 
-A grading worker is a fork server (:func:`course_lib.exercises._runner.serve`): a Python
+A grading worker is a fork server (:func:`course_lib.answers.runner.serve`): a Python
 process that imports torch once and then forks a fresh process for every case (one input) of
 every code answer, without ever reading an answer, its inputs or its results itself (the
 grader passes it the descriptors of the case's task, result pipe and output file, see
-:mod:`course_lib.exercises._engine`). Each worker runs inside its own `bubblewrap
+:mod:`course_lib.answers.engine`). Each worker runs inside its own `bubblewrap
 <https://github.com/containers/bubblewrap>`_ (``bwrap``) sandbox, which sees:
 
 - the system's ``/usr`` (and the ``/lib``, ``/bin`` links to it), the Python installation and
@@ -19,7 +19,7 @@ Unprivileged, bwrap makes a user namespace. Run as root, it does not (the user i
 would be root outside, for which the kernel does not count processes), and the worker drops
 to a user id of its own instead, after importing torch. Either way the case processes run as
 a user that has nothing outside the sandbox, under the resource limits, refusals and
-confinement of the answer runner (``course_lib/exercises/_runner.py``).
+confinement of the answer runner (``course_lib/exercises/runner.py``).
 
 Without bwrap the grader refuses to run, unless told ``--sandbox none``: then workers are
 plain subprocesses with the same limits and a fresh folder per case, but they can read what
@@ -29,6 +29,7 @@ the instructor's account can read (for code you trust, or machines without bwrap
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import queue
@@ -44,15 +45,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from course_lib.exercises import _runner
-from course_lib.exercises._engine import STOP_CHECK, Engine, EngineLost
-from course_lib.exercises._runner import descendants, process_stat, processes
+from course_lib.answers import (
+    DEFAULT_LIMITS,
+    ENGINE_FILES,
+    ENGINE_FOLDER,
+    STOP_CHECK,
+    Engine,
+    EngineLost,
+    Outcome,
+    descendants,
+    process_stat,
+    processes,
+)
 
 __all__ = ["Job", "Limits", "Sandbox", "SandboxUnavailable", "Worker", "WorkerPool"]
 
-ENGINE_FOLDER = Path(_runner.__file__).resolve().parent  # _runner.py and its companions
 ENGINE_IN_SANDBOX = "/opt/course-grade"
-WORKER_IN_SANDBOX = f"{ENGINE_IN_SANDBOX}/_runner.py"  # the fork server's script
+WORKER_IN_SANDBOX = f"{ENGINE_IN_SANDBOX}/runner.py"  # the fork server's script
 SANDBOX_UID = 1000  # the user inside an unprivileged sandbox
 ROOT_UID_BASE = 1_900_000_000  # user ids for workers started by root: unused by anything else
 SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
@@ -82,9 +91,9 @@ class Limits:
         tmp_mb: size of the sandbox's ``/tmp``, shared by the children of one worker in turn.
     """
 
-    memory_mb: int = _runner.DEFAULT_LIMITS["memory_mb"]
-    processes: int = _runner.DEFAULT_LIMITS["processes"]
-    file_mb: int = _runner.DEFAULT_LIMITS["file_mb"]
+    memory_mb: int = DEFAULT_LIMITS["memory_mb"]
+    processes: int = DEFAULT_LIMITS["processes"]
+    file_mb: int = DEFAULT_LIMITS["file_mb"]
     tmp_mb: int = 256
 
     def to_dict(self) -> dict[str, int]:
@@ -247,7 +256,7 @@ class Sandbox:
         for hidden in hidden_packages(roots):
             args += ["--tmpfs", hidden, "--remount-ro", hidden]
         args += ["--perms", "0755", "--dir", ENGINE_IN_SANDBOX]
-        for name in _runner.ENGINE_FILES:
+        for name in ENGINE_FILES:
             args += ["--ro-bind", str(ENGINE_FOLDER / name), f"{ENGINE_IN_SANDBOX}/{name}"]
         args += ["--chdir", "/tmp", "--clearenv"]
         for key, value in _minimal_environment("/tmp").items():
@@ -273,11 +282,11 @@ class Sandbox:
         if self.kind == "bwrap":
             argv = [*self._bwrap_argv(uid), "--", python, "-I", "-S", WORKER_IN_SANDBOX]
             return [*argv, json.dumps(config)], _minimal_environment("/tmp")
-        for name in _runner.ENGINE_FILES:  # copies: nothing of course_lib beside them
+        for name in ENGINE_FILES:  # copies: nothing of course_lib beside them
             shutil.copyfile(ENGINE_FOLDER / name, Path(folder) / name)
             os.chmod(Path(folder) / name, 0o644)
         os.chmod(folder, 0o755)
-        script = Path(folder) / "_runner.py"
+        script = Path(folder) / "runner.py"
         config["tmp"] = tempfile.gettempdir()
         return [python, "-I", "-S", str(script), json.dumps(config)], _minimal_environment(folder)
 
@@ -393,10 +402,10 @@ class Worker:
             outcome = self.engine.run_task(task, time.monotonic() + limit, self.stopped)
         except EngineLost as error:
             return None, str(error)
-        outcome["submission_limit"] = remaining < float(task.get("timeout", remaining))
-        return outcome, None
+        by_submission = remaining < float(task.get("timeout", remaining))
+        return dataclasses.replace(outcome, submission_limit=by_submission), None
 
-    def run(self, job: Job, starting: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
+    def run(self, job: Job, starting: Callable[[int], None] | None = None) -> list[Outcome]:
         """The outcome of every task of ``job``, whatever happens to the worker.
 
         Tasks are sent one at a time; ``starting(index)`` is called before each is sent.
@@ -408,15 +417,14 @@ class Worker:
         Raises:
             WorkerFailure: the worker could not be started.
         """
-        outcomes: list[dict[str, Any]] = []
+        outcomes: list[Outcome] = []
         retried = False
         used = 0.0  # seconds the tasks took so far (starting workers not counted)
         while len(outcomes) < len(job.tasks):
             index = len(outcomes)
             remaining = job.timeout - used
             if remaining <= 0:
-                skipped = {"status": "skipped", "messages": [], "output": ""}
-                outcomes += [dict(skipped) for _ in job.tasks[index:]]
+                outcomes += [Outcome("skipped") for _ in job.tasks[index:]]
                 break
             if starting is not None:
                 starting(index)
@@ -432,31 +440,21 @@ class Worker:
             except Exception as error:  # the grader's own failure: once more, on a new one
                 outcome, failure = _worker_error(error), None
             used += time.monotonic() - sent
-            if outcome is not None and outcome.get("status") == "worker error" and not retried:
+            if outcome is not None and outcome.status == "worker error" and not retried:
                 retried = True
                 self.stop()
                 continue
             if outcome is None:
                 self.stop()
-                outcome = {
-                    "status": "worker lost",
-                    "messages": [],
-                    "output": "",
-                    "exit": failure,
-                    "seconds": round(time.monotonic() - sent, 3),
-                }
+                seconds = round(time.monotonic() - sent, 3)
+                outcome = Outcome("worker lost", exit=failure or "", seconds=seconds)
             outcomes.append(outcome)
             retried = False
         return outcomes
 
 
-def _worker_error(error: Exception) -> dict[str, Any]:
-    return {
-        "status": "worker error",
-        "messages": [],
-        "output": "",
-        "exit": f"{type(error).__name__}: {error}",
-    }
+def _worker_error(error: Exception) -> Outcome:
+    return Outcome("worker error", exit=f"{type(error).__name__}: {error}")
 
 
 class _Closed(Exception):
@@ -475,7 +473,7 @@ class WorkerPool:
     def run(
         self,
         jobs: list[Job],
-        done: Callable[[Job, list[dict[str, Any]]], None],
+        done: Callable[[Job, list[Outcome]], None],
         starting: Callable[[Job, int], None] | None = None,
     ) -> None:
         """Run every job; call ``done(job, outcomes)`` in this thread as each one finishes,

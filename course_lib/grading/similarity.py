@@ -19,13 +19,11 @@ import builtins
 import collections
 import functools
 import hashlib
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
-if TYPE_CHECKING:
-    from course_lib.grading.gradebook import Gradebook
-    from course_lib.grading.report import ClassRecord
+from course_lib.grading.gradebook import Gradebook
 
-__all__ = ["Similar", "normalised_source", "similar_answers", "similar_rows"]
+__all__ = ["Similar", "normalised_source", "similar_answers"]
 
 BUILTINS = frozenset(dir(builtins))
 NAMED = 10  # at most this many other students are named; a larger group is counted
@@ -168,23 +166,3 @@ def similar_answers(book: Gradebook) -> dict[tuple[str, str], Similar]:
             for student in students:
                 similar[student, exercise_id] = Similar(key, others(students, student))
     return similar
-
-
-def similar_rows(record: ClassRecord) -> list[list[object]]:
-    """The rows of ``similar.csv``, header first: a row per student and exercise whose code
-    is the same as another student's: the group's key, the other students and the file."""
-    rows: list[list[object]] = [["exercise_id", "group", "student_id", "same_as", "submission"]]
-    found = []
-    for student in record.students.values():
-        counted = {r["exercise_id"]: r["sha256"] for r in student.grades}
-        for exercise_id, same in student.similar.items():
-            found.append(
-                [
-                    exercise_id,
-                    same.group,
-                    student.student_id,
-                    " ".join(same.others),
-                    counted[exercise_id],
-                ]
-            )
-    return rows + sorted(found, key=lambda r: (str(r[0]), str(r[1]), str(r[2])))

@@ -1,6 +1,6 @@
 """The trusted side of running answers: a fork server, and the cases it runs for us.
 
-:class:`Engine` starts a fork server (:func:`course_lib.exercises._runner.serve`: a Python
+:class:`Engine` starts a fork server (:func:`course_lib.answers.runner.serve`: a Python
 process that imports torch once) and runs a task, an answer with all its inputs, in fresh
 processes: one for the public cases (the inputs the student's own check runs too) and one
 for each hidden case (an input drawn from the grading seed). For each it writes that part of
@@ -17,10 +17,12 @@ most a few times ``MAX_OUTPUT`` bytes.
 
 The student's check uses one fork server per notebook kernel (:func:`local_engine`, started
 at the first check, outside any sandbox); grading one per worker, inside bubblewrap
-(:mod:`course_lib.grading.sandbox`). The outcome of :meth:`Engine.run_task` has the same
-form in both: ``{"status", "messages", "seconds", "output"}`` (and ``"exit"`` when a case
-process died), ``status`` being ``"done"``, ``"timeout"`` or ``"crashed"``; ``messages``
-``load``, a ``call`` per input and ``done``, or ``failed``.
+(:mod:`course_lib.grading.sandbox`). :meth:`Engine.run_task` gives the same record in both,
+an :class:`~course_lib.answers.records.Outcome` (``done``, ``timeout`` or ``crashed``; its
+messages ``load``, a ``call`` per input and ``done``, or ``failed``).
+
+Where the system cannot fork (Windows), :func:`run_in_thread` runs the same steps in a
+thread of the calling process, without the limits: it can abandon a call, not stop it.
 """
 
 from __future__ import annotations
@@ -42,8 +44,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from course_lib.exercises import _runner
-from course_lib.exercises._runner import (
+from course_lib.answers import runner
+from course_lib.answers.records import Outcome
+from course_lib.answers.runner import (
     HEADER,
     MAX_CHILD_MESSAGE,
     MAX_OUTPUT,
@@ -52,14 +55,14 @@ from course_lib.exercises._runner import (
     send_frame,
 )
 
-__all__ = ["Engine", "EngineLost", "local_engine"]
+__all__ = ["Engine", "EngineLost", "local_engine", "run_in_thread", "run_locally"]
 
 MAX_CASE_BYTES = 48 * 2**20  # all the messages of one case, counted as they arrive
 STARTUP_TIMEOUT = 120.0  # seconds for a fork server to import torch and say it is ready
 SLACK = 15.0  # seconds a fork server may need beyond a case's time limit to report
 STOP_CHECK = 0.2  # seconds between two looks at whether the fork server was stopped
 DRAIN_SECONDS = 2.0  # seconds to read what an ended case left in its pipe
-ENGINE_FOLDER = Path(_runner.__file__).resolve().parent
+ENGINE_FOLDER = Path(runner.__file__).resolve().parent
 SERVER = "the process that runs the answers"
 
 
@@ -138,7 +141,7 @@ class Engine:
     """A fork server (started by :meth:`start`) and the cases it runs.
 
     Args:
-        argv: the fork server's command line (``python -I -S .../_runner.py CONFIG``, maybe
+        argv: the fork server's command line (``python -I -S .../runner.py CONFIG``, maybe
             inside bwrap).
         env: its environment.
         log: a file for what it prints (its standard error).
@@ -229,10 +232,10 @@ class Engine:
 
     def run_task(
         self, task: dict[str, Any], deadline: float, stopped: Callable[[], bool] | None = None
-    ) -> dict[str, Any]:
+    ) -> Outcome:
         """Run ``task`` (an answer and all its inputs), in a process per group of calls
-        (:func:`_groups`), until
-        ``deadline`` (``time.monotonic()``); return the outcome (see the module's text).
+        (:func:`_groups`), until ``deadline`` (``time.monotonic()``); return its
+        :class:`~course_lib.answers.records.Outcome`: ``done``, ``timeout`` or ``crashed``.
 
         ``stopped()`` says whether the fork server is stopped (a signal from the code).
 
@@ -306,17 +309,14 @@ class Engine:
             output = output[:MAX_OUTPUT]
         if left_out:
             output += f"\n... ({left_out} more bytes not shown)"
-        outcome = {
-            "status": status,
-            "messages": merged,
-            "seconds": round(time.monotonic() - started, 3),
-            "output": output,
-        }
-        if status == "crashed":
-            outcome["exit"] = exit_text
-        if stopped_at is not None:
-            outcome["stopped_at"] = stopped_at
-        return outcome
+        return Outcome(
+            status,
+            tuple(merged),
+            output=output,
+            seconds=round(time.monotonic() - started, 3),
+            exit=exit_text if status == "crashed" else "",
+            stopped_at=stopped_at,
+        )
 
     def _clean(self, deadline: float, stopped: Callable[[], bool] | None) -> None:
         """Have the fork server remove what the task's cases left (their folders, what they
@@ -434,7 +434,7 @@ _LOCAL_LOCK = threading.Lock()
 
 def _local_command(folder: str) -> tuple[list[str], dict[str, str]]:
     """The command line and environment of a fork server for this interpreter's checks."""
-    for name in _runner.ENGINE_FILES:  # copies, away from the rest of course_lib
+    for name in runner.ENGINE_FILES:  # copies, away from the rest of course_lib
         shutil.copyfile(ENGINE_FOLDER / name, Path(folder) / name)
     sys_path = [p for p in sys.path if p and os.path.isdir(p)]
     config = {
@@ -446,7 +446,7 @@ def _local_command(folder: str) -> tuple[list[str], dict[str, str]]:
     }
     env = dict(os.environ)
     env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    script = str(Path(folder) / "_runner.py")
+    script = str(Path(folder) / "runner.py")
     return [sys.executable, "-I", "-S", script, json.dumps(config)], env
 
 
@@ -479,7 +479,7 @@ def local_engine() -> Engine:
         return engine
 
 
-def run_locally(task: dict[str, Any], seconds: float) -> dict[str, Any]:
+def run_locally(task: dict[str, Any], seconds: float) -> Outcome:
     """Run ``task`` for a student's check, within ``seconds`` counted from when the fork
     server is ready: starting it (the first check of a kernel, about as long as importing
     torch, far longer on a busy machine) is not the answer's time. An interrupt (Ctrl-C)
@@ -490,13 +490,38 @@ def run_locally(task: dict[str, Any], seconds: float) -> dict[str, Any]:
         return engine.run_task(task, time.monotonic() + seconds)
     except EngineLost as error:
         _stop_local()
-        return {
-            "status": "crashed",
-            "messages": [],
-            "seconds": 0.0,
-            "output": "",
-            "exit": str(error),
-        }
+        return Outcome("crashed", exit=str(error))
     except BaseException:
         _stop_local()
         raise
+
+
+def run_in_thread(task: dict[str, Any], deadline: float) -> Outcome:
+    """The engine's work where the system cannot fork: the same steps in a daemon thread of
+    this process, with the same blocks while it runs, but no resource limits. A call still
+    running at ``deadline`` is abandoned (``abandoned=True``), not stopped."""
+    captured = runner.CappedText(None)
+    messages: list[dict[str, Any]] = []
+
+    def work() -> None:
+        try:
+            runner.run_calls(task, messages.append, captured, task["limits"])
+        except BaseException as error:
+            messages.append({"event": "failed", "error": f"{type(error).__name__}: {error}"})
+
+    started = time.monotonic()
+    undo = runner.guard_in_thread(task)
+    try:
+        worker = threading.Thread(target=work, daemon=True)
+        with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
+            worker.start()
+            worker.join(max(0.0, deadline - time.monotonic()))
+    finally:
+        undo()
+    return Outcome(
+        "timeout" if worker.is_alive() else "done",
+        tuple(messages),
+        output=captured.text(),
+        seconds=round(time.monotonic() - started, 3),
+        abandoned=worker.is_alive(),
+    )

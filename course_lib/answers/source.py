@@ -31,7 +31,7 @@ from typing import NamedTuple
 import numpy
 import torch
 
-from course_lib.exercises._runner import importable_in_grading
+from course_lib.answers.runner import importable_in_grading
 
 __all__ = ["FunctionSource", "SourceUnavailable", "function_source"]
 

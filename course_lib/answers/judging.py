@@ -2,19 +2,20 @@
 grading.
 
 A code answer is judged from what a submission carries, its recorded answer
-(``{"function", "source", ...}``, see :meth:`CodeExercise.answer_record`), never from the
-live function in the notebook:
+(``{"function", "source", ...}``, see
+:meth:`course_lib.exercises.CodeExercise.answer_record`), never from the live function in
+the notebook:
 
 1. :func:`refusal`: an answer that cannot run on its own is refused before anything runs (no
    source, a source that is not Python, one that imports ``course_lib``, or one that reads
    values from the notebook that the submission cannot carry), with a message that says how
    to fix it;
 2. :func:`make_task`: the source, the inputs of a seed and what the exercise forbids become a
-   task for the answer runner (:mod:`course_lib.exercises._runner`), which runs it in a
+   task for the answer runner (:mod:`course_lib.answers.runner`), which runs it in a
    limited child process: a forked one in the student's check, one inside a grading
    worker's sandbox in grading;
 3. :func:`interpret`: the runner's outcome becomes a :class:`Verdict`, each returned value
-   compared with the reference by :func:`~course_lib.exercises._compare.compare_results`.
+   compared with the reference by :func:`~course_lib.answers.compare.compare_results`.
 
 Grading draws the random inputs from the instructor's seed instead of the public one; every
 other step is the one the student's check takes.
@@ -30,18 +31,20 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
-from course_lib.exercises import _engine, _runner
-from course_lib.exercises._compare import compare_results
-from course_lib.exercises._registry import Case, Check, CodeExercise
+from course_lib.answers import engine, runner
+from course_lib.answers.compare import compare_results
+from course_lib.answers.records import STATUSES, Case, Check, Outcome, Verdict
 
 __all__ = [
     "STATUSES",
     "WHOLE_ANSWER_CHECKS",
+    "CodeSpec",
     "Prepared",
     "Verdict",
     "blocked_functions",
@@ -54,7 +57,6 @@ __all__ = [
     "run_locally",
 ]
 
-STATUSES = ("ok", "fail", "timeout", "error", "invalid")
 COURSE_LIB_USED = (
     "the code uses course_lib ({detail}); graded answers must compute the result "
     "themselves, so this exercise scores 0"
@@ -67,28 +69,25 @@ CHECK_STATUS = {"fail": "fail", "invalid": "fail", "error": "error", "timeout": 
 WHOLE_ANSWER_CHECKS = ("signature", "source", "definition", "run", "result")
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """What an answer earned: a status of :data:`STATUSES`, a one-line message, the checks.
+class CodeSpec(Protocol):
+    """What judging needs to know of a code exercise
+    (:class:`course_lib.exercises.CodeExercise` is one): the function asked for, how its
+    inputs are drawn and its results compared, what it may not use."""
 
-    ``not_attempted`` is true when every input raised ``NotImplementedError`` (the exercise's
-    stub): a student's check then shows "not attempted", grading an error.
-    """
+    id: str
+    function: str
+    parameters: tuple[str, ...]
+    outputs: tuple[str, ...]
+    seed: int
+    atol: float
+    rtol: float
+    dtypes: tuple[torch.dtype, ...]
+    blocked: tuple[Callable, ...]
+    blocked_ops: tuple[str, ...]
 
-    status: str
-    message: str
-    checks: tuple[Check, ...]
-    output: str = ""
-    seconds: float = 0.0
-    not_attempted: bool = False
+    def cases(self, seed: int) -> Sequence[Case]: ...
 
-    def __post_init__(self) -> None:
-        if self.status not in STATUSES:
-            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
+    def reference(self, *args: Any, **kwargs: Any) -> Any: ...
 
 
 def judge(checks: list[Check], **extra: Any) -> Verdict:
@@ -132,7 +131,7 @@ def course_lib_imports(source: str) -> list[str]:
     return found
 
 
-def refusal(exercise: CodeExercise, answer: dict[str, Any]) -> Verdict | None:
+def refusal(exercise: CodeSpec, answer: dict[str, Any]) -> Verdict | None:
     """The verdict on an answer that cannot or must not run; ``None`` to run it."""
     source = answer.get("source")
     function = answer.get("function") or exercise.function
@@ -161,7 +160,7 @@ def refusal(exercise: CodeExercise, answer: dict[str, Any]) -> Verdict | None:
     return None
 
 
-def blocked_functions(exercise: CodeExercise) -> list[list[str]]:
+def blocked_functions(exercise: CodeSpec) -> list[list[str]]:
     """``[module, qualified name]`` of each Python function the exercise does not allow,
     outside ``course_lib`` (e.g. ``torch.nn.functional.layer_norm``): ``course_lib`` itself
     cannot be imported where answers run."""
@@ -211,7 +210,7 @@ def _same_arguments(a: object, b: object) -> bool:
         return False
 
 
-def public_cases(exercise: CodeExercise, cases: list[Case]) -> list[bool]:
+def public_cases(exercise: CodeSpec, cases: list[Case]) -> list[bool]:
     """For each case, whether the student's own check runs it too (same label, same
     arguments, with the exercise's public seed)."""
     public = {case.label: case for case in exercise.cases(exercise.seed)}
@@ -226,15 +225,15 @@ def public_cases(exercise: CodeExercise, cases: list[Case]) -> list[bool]:
     return shown
 
 
-def prepare(exercise: CodeExercise, seed: int) -> Prepared:
+def prepare(exercise: CodeSpec, seed: int) -> Prepared:
     """The cases of ``exercise`` drawn with ``seed``, the reference's results, the calls."""
     cases = list(exercise.cases(seed))
     expected = [exercise.reference(*c.args, **c.kwargs) for c in cases]
     public = public_cases(exercise, cases) if seed != exercise.seed else [True] * len(cases)
     calls = [
         {
-            "args": [_runner.encode_argument(a) for a in c.args],
-            "kwargs": {k: _runner.encode_argument(v) for k, v in c.kwargs.items()},
+            "args": [runner.encode_argument(a) for a in c.args],
+            "kwargs": {k: runner.encode_argument(v) for k, v in c.kwargs.items()},
             "alone": not shown,
         }
         for c, shown in zip(cases, public, strict=True)
@@ -243,7 +242,7 @@ def prepare(exercise: CodeExercise, seed: int) -> Prepared:
 
 
 def make_task(
-    exercise: CodeExercise,
+    exercise: CodeSpec,
     answer: dict[str, Any],
     prepared: Prepared,
     timeout: float,
@@ -259,7 +258,7 @@ def make_task(
         "parameters": list(exercise.parameters),
         "calls": prepared.calls,
         "timeout": timeout,
-        "limits": dict(limits or _runner.DEFAULT_LIMITS),
+        "limits": dict(limits or runner.DEFAULT_LIMITS),
     }
 
 
@@ -267,9 +266,9 @@ def make_task(
 
 
 def interpret(
-    exercise: CodeExercise,
+    exercise: CodeSpec,
     prepared: Prepared,
-    outcome: dict[str, Any],
+    outcome: Outcome,
     limit: float,
     submission_limit: float | None = None,
 ) -> Verdict:
@@ -290,8 +289,8 @@ def _reported(text: object) -> str:
     return text
 
 
-def _output(outcome: dict[str, Any], messages: list[dict[str, Any]]) -> str:
-    output = str(outcome.get("output", ""))[:MAX_STORED_OUTPUT]
+def _output(outcome: Outcome, messages: list[dict[str, Any]]) -> str:
+    output = outcome.output[:MAX_STORED_OUTPUT]
     dropped = next((m.get("dropped") for m in messages if m.get("event") == "done"), 0)
     if isinstance(dropped, int) and dropped > 0:
         output += f"\n... ({dropped} more characters not shown)"
@@ -299,15 +298,15 @@ def _output(outcome: dict[str, Any], messages: list[dict[str, Any]]) -> str:
 
 
 def _interpret(
-    exercise: CodeExercise,
+    exercise: CodeSpec,
     prepared: Prepared,
-    outcome: dict[str, Any],
+    outcome: Outcome,
     limit: float,
     submission_limit: float | None,
 ) -> Verdict:
-    status = outcome.get("status")
-    messages = [m for m in outcome.get("messages", []) if isinstance(m, dict)]
-    extra = {"output": _output(outcome, messages), "seconds": float(outcome.get("seconds") or 0)}
+    status = outcome.status
+    messages = [m for m in outcome.messages if isinstance(m, dict)]
+    extra = {"output": _output(outcome, messages), "seconds": outcome.seconds}
     if status == "skipped":
         limit_text = "" if submission_limit is None else f" of {submission_limit:g} s"
         message = (
@@ -316,7 +315,7 @@ def _interpret(
         )
         return _single("timeout", "run", message, **extra)
     if status in ("worker lost", "worker error"):
-        what = outcome.get("exit", "")
+        what = outcome.exit
         if status == "worker lost":
             message = (
                 f"the code stopped the grading process that ran it ({what}); this "
@@ -350,7 +349,7 @@ def _interpret(
         if m.get("event") == "call" and isinstance(m.get("index"), int)
     }
     checks = [Check("signature", "pass", f"accepts ({', '.join(exercise.parameters)})")]
-    stopped_at = outcome.get("stopped_at", len(calls))  # the case that was running
+    stopped_at = len(calls) if outcome.stopped_at is None else outcome.stopped_at
     for index, case in enumerate(prepared.cases):
         call = calls.get(index)
         if call is None:
@@ -370,19 +369,19 @@ def _interpret(
     return dataclasses.replace(verdict, not_attempted=True) if stub else verdict
 
 
-def _stop_message(outcome: dict[str, Any], limit: float, submission_limit: float | None) -> str:
-    if outcome.get("status") == "timeout":
-        if outcome.get("submission_limit") and submission_limit is not None:
+def _stop_message(outcome: Outcome, limit: float, submission_limit: float | None) -> str:
+    if outcome.status == "timeout":
+        if outcome.submission_limit and submission_limit is not None:
             return (
                 f"stopped: the submission's code reached its time limit of {submission_limit:g} s"
             )
-        if outcome.get("abandoned"):
+        if outcome.abandoned:
             return (
                 f"no result within {limit:g} s, the time limit (it keeps running in the "
                 "background: restart the kernel if the notebook becomes slow)"
             )
         return f"stopped after {limit:g} s, the time limit (is there a loop that never ends?)"
-    exit_text = str(outcome.get("exit", "it ended"))
+    exit_text = outcome.exit or "it ended"
     advice = ""
     if "SIGXCPU" in exit_text:
         advice = f": it used more than {math.ceil(limit) + 1} s of CPU time"
@@ -391,7 +390,7 @@ def _stop_message(outcome: dict[str, Any], limit: float, submission_limit: float
     return f"the process running the code ended ({exit_text}){advice}"
 
 
-def _case_check(exercise: CodeExercise, case: Case, expected: Any, call: dict[str, Any]) -> Check:
+def _case_check(exercise: CodeSpec, case: Case, expected: Any, call: dict[str, Any]) -> Check:
     status = call.get("status")
     if status == "not implemented":
         return Check(case.label, "error", "raises NotImplementedError (the exercise's stub)")
@@ -418,7 +417,7 @@ def _case_check(exercise: CodeExercise, case: Case, expected: Any, call: dict[st
     return Check(case.label, "pass" if verdict.ok else "fail", verdict.message)
 
 
-def _unsent_part(exercise: CodeExercise, expected: Any, value: dict[str, Any]) -> str:
+def _unsent_part(exercise: CodeSpec, expected: Any, value: dict[str, Any]) -> str:
     """Why a result fails whose tensor entries were not sent back, or ``""``."""
     if value.get("kind") == "tensor" and value.get("data") is None:
         if isinstance(expected, tuple):
@@ -436,7 +435,7 @@ def _unsent_part(exercise: CodeExercise, expected: Any, value: dict[str, Any]) -
     return ""
 
 
-def _unsent(exercise: CodeExercise, expected: torch.Tensor, value: dict[str, Any]) -> str:
+def _unsent(exercise: CodeSpec, expected: torch.Tensor, value: dict[str, Any]) -> str:
     """Why a tensor whose entries were not sent back fails (its shape or its dtype)."""
     shape = tuple(value.get("shape") or ())
     if shape != tuple(expected.shape):
@@ -451,7 +450,7 @@ def _decoded(value: dict[str, Any]) -> object:
     the comparison says what came."""
     kind = value.get("kind")
     if kind == "tensor":
-        return _runner.decode_tensor(value) if value.get("data") is not None else torch.empty(0)
+        return runner.decode_tensor(value) if value.get("data") is not None else torch.empty(0)
     if kind == "tuple":
         return tuple(_decoded(item) for item in value["items"])
     module, name = str(value.get("module"))[:100], str(value.get("type"))[:100]
@@ -471,7 +470,7 @@ def can_fork() -> bool:
 
 
 def run_locally(
-    exercise: CodeExercise, answer: dict[str, Any], *, seed: int, timeout: float
+    exercise: CodeSpec, answer: dict[str, Any], *, seed: int, timeout: float
 ) -> Verdict:
     """Judge a recorded answer here, as grading judges it: the student's check."""
     refused = refusal(exercise, answer)
@@ -480,7 +479,7 @@ def run_locally(
     prepared = prepare(exercise, seed)
     task = make_task(exercise, answer, prepared, timeout)
     if can_fork():
-        outcome = _engine.run_locally(task, timeout)
+        outcome = engine.run_locally(task, timeout)
     else:
-        outcome = _runner.run_task_in_thread(task, time.monotonic() + timeout)
+        outcome = engine.run_in_thread(task, time.monotonic() + timeout)
     return interpret(exercise, prepared, outcome, timeout)

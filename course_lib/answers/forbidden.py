@@ -4,7 +4,7 @@ themselves.
 An exercise lists them in :attr:`CodeExercise.blocked_ops`; where an answer runs, every
 overload of each gets a kernel that raises at every dispatch key where it has one, and its
 Python implementations (decompositions, ``torch._refs``) a body that raises
-(:mod:`course_lib.exercises._refuse`), so every route to it is refused: the Python function
+(:mod:`course_lib.answers._refuse`), so every route to it is refused: the Python function
 (``F.layer_norm``), its builtin twin (``torch.layer_norm``), ``torch.ops``, a module
 (``nn.LayerNorm``), another overload, a nested or quantized tensor, ``vmap``, or a relative
 that computes the same thing (a group norm of one group, a batch norm over the transposed

@@ -8,14 +8,14 @@ inputs of the exercise. The same code does this in the notebook, when a student 
 
 This file uses only the standard library and torch, and never imports ``course_lib``: in
 grading it runs as a script inside a sandbox where ``course_lib`` does not exist, with its two
-companions beside it (:mod:`~course_lib.exercises._confine`, what a case may not do, and
-:mod:`~course_lib.exercises._refuse`, the computations an exercise forbids).
+companions beside it (:mod:`~course_lib.answers._confine`, what a case may not do, and
+:mod:`~course_lib.answers._refuse`, the computations an exercise forbids).
 
 **One answer, one clean process.** The script is a *fork server* (:func:`serve`): a process
 that imports torch once and then, for each *case* (one call of the answer on one input), forks
 a process that runs it and dies. The fork server never reads an answer, its inputs or its
 results: a request carries only a time limit and three file descriptors, opened by the
-trusted side (:mod:`course_lib.exercises._engine`), which it passes on unread: the task (the
+trusted side (:mod:`course_lib.answers.engine`), which it passes on unread: the task (the
 source and that one case's inputs), a pipe for the results, a file for printed output. So
 every case process is a copy of a process that has seen no student's code or data, holds no
 expected value and no other case's inputs, and shares nothing with the cases before it. The
@@ -36,8 +36,9 @@ in a process of its own. Arguments cross as JSON too: tensors with their entries
 values, and one kind of model, :class:`TableScorer` (the next-token scorer of the decoding
 exercises), sent as its two tables and rebuilt with torch alone.
 
-Where the system cannot fork (Windows), :func:`run_task_in_thread` runs the same steps in a
-thread of the calling process, without the limits: it can abandon a call, not stop it.
+Where the system cannot fork (Windows), :func:`course_lib.answers.engine.run_in_thread` runs
+the same steps in a thread of the calling process, without the limits: it can abandon a
+call, not stop it.
 """
 
 from __future__ import annotations
@@ -61,7 +62,6 @@ import socket
 import struct
 import sys
 import tempfile
-import threading
 import time
 import traceback
 import warnings
@@ -71,11 +71,11 @@ from typing import Any
 try:  # POSIX; imported here, before a grading worker drops to a user that may not read them
     import fcntl
     import resource
-except ImportError:  # Windows: answers run in a thread (run_task_in_thread)
+except ImportError:  # Windows: answers run in a thread (engine.run_in_thread)
     fcntl = resource = None  # type: ignore[assignment]
 
 if __package__:  # imported as part of course_lib (the grader, a student's notebook)
-    from course_lib.exercises import _confine, _refuse
+    from course_lib.answers import _confine, _refuse
 else:  # run as a script (the fork server): its two companions were put beside it
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import _confine  # type: ignore[no-redef]
@@ -104,7 +104,7 @@ PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
 CONTROL_SIZE = 4096  # bytes of one control message between the grader and a fork server
-ENGINE_FILES = ("_runner.py", "_confine.py", "_refuse.py")  # what a fork server runs
+ENGINE_FILES = ("runner.py", "_confine.py", "_refuse.py")  # what a fork server runs
 REFUSED_MODULES = (*_refuse.FRESH_IMPORTS_REFUSED, "course_lib")  # never loaded afresh
 DEFAULT_LIMITS = {"memory_mb": 1024, "processes": 8, "file_mb": 16}  # per task, everywhere
 OPERATOR_KEYS = (  # dispatch keys whose kernels a blocked operator loses (Meta: shapes only)
@@ -267,7 +267,7 @@ def decode_argument(data: dict[str, Any]) -> Any:
 # --------------------------------------------------------------------------- the child
 
 
-class _CappedText(io.TextIOBase):
+class CappedText(io.TextIOBase):
     """Standard output and error of the answer: the first ``MAX_OUTPUT`` characters go to the
     file descriptor ``sink`` as they come (so they survive a kill), or are kept here when
     ``sink`` is ``None``; the rest is only counted."""
@@ -457,13 +457,13 @@ def _case_child(fds: list[int], config: dict[str, Any], workdir: str) -> None:
         tempfile.tempdir = workdir
         limits = task["limits"]
         _limit_child(limits, max(1, math.ceil(task["timeout"])) + 1)
-        captured = _CappedText(1)
+        captured = CappedText(1)
         sys.stdout = sys.stderr = captured
         sys.stdin = io.StringIO()
         sys.meta_path.insert(0, _NoCourseLib())
         _refuse.refuse_for_good(task.get("blocked", []), task.get("blocked_ops", []))
         _confine.confine(REFUSED_MODULES)
-        _run_calls(task, lambda message: _send(3, message), captured, limits)
+        run_calls(task, lambda message: _send(3, message), captured, limits)
     except BaseException as error:  # the grader reports what happened
         with contextlib.suppress(BaseException):
             _send(3, {"event": "failed", "error": f"{type(error).__name__}: {error}"[:2000]})
@@ -598,10 +598,10 @@ def _block_operators(operators: list[str]) -> Any:
     return library
 
 
-def _run_calls(
+def run_calls(
     task: dict[str, Any],
     send: Callable[[dict[str, Any]], None],
-    captured: _CappedText,
+    captured: CappedText,
     limits: dict[str, Any],
 ) -> None:
     """Define the source in a fresh namespace and call the function on the task's inputs,
@@ -657,9 +657,10 @@ def _run_calls(
     send({"event": "done", "dropped": captured.dropped})
 
 
-def _guard_in_thread(task: dict[str, Any]) -> Callable[[], None]:
-    """For :func:`run_task_in_thread` only, where answers run in the caller's own process:
-    refuse ``course_lib`` and block what the task forbids until the returned undo is called.
+def guard_in_thread(task: dict[str, Any]) -> Callable[[], None]:
+    """For :func:`course_lib.answers.engine.run_in_thread` only, where answers run in the
+    caller's own process: refuse ``course_lib`` and block what the task forbids until the
+    returned undo is called.
     (A case process refuses for good instead, with :func:`_refuse.refuse_for_good`.)"""
     finder = _NoCourseLib()
     sys.meta_path.insert(0, finder)
@@ -851,12 +852,12 @@ def _clean_up(config: dict[str, Any], workdirs: list[str]) -> None:
     if pid == 0:
         try:
             if config.get("pid_namespace"):
-                me, parent = os.getpid(), os.getppid()
+                spared = (1, os.getpid(), os.getppid())  # init, this cleaner, the fork server
                 _kill_until_none(
                     lambda: [
                         p
                         for p, fields in processes().items()
-                        if p not in (1, me, parent) and fields[0] != "Z"
+                        if p not in spared and fields[0] != "Z"
                     ],
                     0.01,
                 )
@@ -980,7 +981,7 @@ def serve(control: socket.socket, config: dict[str, Any]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    """``python -I -S _runner.py CONFIG``: the fork server, its channel on descriptor 0."""
+    """``python -I -S runner.py CONFIG``: the fork server, its channel on descriptor 0."""
     config = json.loads(argv[1])
     sys.path[:0] = [path for path in config.get("sys_path", []) if path not in sys.path]
     control = socket.socket(fileno=os.dup(0))
@@ -988,37 +989,6 @@ def main(argv: list[str]) -> int:
     os.dup2(null, 0)
     os.dup2(2, 1)  # nothing printed may look like a message
     return serve(control, config)
-
-
-def run_task_in_thread(task: dict[str, Any], deadline: float) -> dict[str, Any]:
-    """The engine's work where the system cannot fork: the same steps in a daemon thread of
-    this process, with the same blocks while it runs, but no resource limits. A call still
-    running at ``deadline`` is abandoned (``"abandoned": True``), not stopped."""
-    captured = _CappedText(None)
-    messages: list[dict[str, Any]] = []
-
-    def work() -> None:
-        try:
-            _run_calls(task, messages.append, captured, task["limits"])
-        except BaseException as error:
-            messages.append({"event": "failed", "error": f"{type(error).__name__}: {error}"})
-
-    started = time.monotonic()
-    undo = _guard_in_thread(task)
-    try:
-        worker = threading.Thread(target=work, daemon=True)
-        with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
-            worker.start()
-            worker.join(max(0.0, deadline - time.monotonic()))
-    finally:
-        undo()
-    return {
-        "status": "timeout" if worker.is_alive() else "done",
-        "messages": list(messages),
-        "seconds": round(time.monotonic() - started, 3),
-        "output": captured.text(),
-        "abandoned": worker.is_alive(),
-    }
 
 
 def _exit_description(wait_status: int, problem: str) -> str:

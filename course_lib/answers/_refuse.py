@@ -4,7 +4,7 @@ themselves, in the process that is about to run one case of an answer.
 Some exercises ask for a computation by hand (a layer norm, an RMS norm, attention, an
 embedding lookup). They name Python functions the answer may not call (``blocked``, e.g.
 ``torch.nn.functional.layer_norm``) and PyTorch operators it may not reach by any route
-(``blocked_ops``, e.g. ``aten::layer_norm``, see :mod:`course_lib.exercises._forbidden`).
+(``blocked_ops``, e.g. ``aten::layer_norm``, see :mod:`course_lib.answers.forbidden`).
 :func:`refuse_for_good` makes every route to them raise ``RuntimeError`` with
 :func:`blocked_message`'s text, permanently: the process dies after the case, so nothing is
 ever undone, and nothing that could undo a refusal is kept where Python can reach it (no

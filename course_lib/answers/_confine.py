@@ -1,6 +1,6 @@
 """What the process running one case of an answer may not do, enforced for good.
 
-The answer runner (:mod:`course_lib.exercises._runner`) forks a fresh process for every case
+The answer runner (:mod:`course_lib.answers.runner`) forks a fresh process for every case
 of every answer. Before the answer's code runs, that process confines itself, in two layers
 that nothing running in it can remove:
 
@@ -98,7 +98,7 @@ def module_files(prefixes: tuple[str, ...]) -> tuple[tuple[str, ...], frozenset[
     """Where the loaded modules named by ``prefixes`` live: path prefixes (a package's folder
     with and without its final ``/``, a module's source and compiled files without their
     extension) and the last names of those paths, to recognise a relative path. Computed
-    once per fork server (see :func:`course_lib.exercises._runner.serve`), not per case."""
+    once per fork server (see :func:`course_lib.answers.runner.serve`), not per case."""
     found, names = set(), set()
     for name, module in list(sys.modules.items()):
         if not any(name == p or name.startswith(p + ".") for p in prefixes):
