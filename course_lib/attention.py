@@ -237,38 +237,46 @@ def tiled_attention(
     block_size = positive_int("block_size", block_size)
     len_q, len_k = query.size(-2), key.size(-2)
     if mask is not None:
-        batch = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+        leading = (t.shape[:-2] for t in (query, key, value))
+        batch = torch.broadcast_shapes(*leading)
         mask = _check_mask(mask, torch.Size((*batch, len_q, len_k)))
-        mask = mask.reshape((1,) * (2 - mask.dim()) + mask.shape)  # at least (L_q, L_k)
+        # at least 2-D, (L_q, L_k)
+        mask = mask.reshape((1,) * (2 - mask.dim()) + mask.shape)
     if scale is None:
         scale = 1 / math.sqrt(query.size(-1))
-    # half precision loses too much in the running sums: keep them in float32, as kernels do
+    # half precision loses too much in the running sums:
+    # keep them in float32, as kernels do
     work = torch.promote_types(query.dtype, torch.float32)
     outputs = []
     for q_start in range(0, len_q, block_size):
         rows = slice(q_start, q_start + block_size)
         q = query[..., rows, :].to(work) * scale  # (..., b_q, d_k)
-        row_max = row_sum = acc = None  # m, l and the output so far: set by the first block
+        # m, l and the output so far: set by the first block
+        row_max = row_sum = acc = None
         for k_start in range(0, len_k, block_size):
             cols = slice(k_start, k_start + block_size)
-            scores = q @ key[..., cols, :].to(work).transpose(-2, -1)  # (..., b_q, b_k)
+            k = key[..., cols, :].to(work)  # (..., b_k, d_k)
+            scores = q @ k.transpose(-2, -1)  # (..., b_q, b_k)
             if mask is not None:
                 scores = scores.masked_fill(~_tile(mask, rows, cols), float("-inf"))
             block_max = scores.amax(dim=-1, keepdim=True)  # (..., b_q, 1)
-            new_max = block_max if row_max is None else torch.maximum(row_max, block_max)
-            # A row with no allowed key *yet* has new_max = -inf; subtracting 0 instead keeps
-            # exp(-inf - (-inf)) = NaN out: its exponentials are then exactly 0.
+            new_max = block_max if row_max is None else block_max.maximum(row_max)
+            # A row with no allowed key *yet* has new_max = -inf; subtracting 0
+            # instead keeps exp(-inf - (-inf)) = NaN out: its exponentials are
+            # then exactly 0.
             shift = new_max.masked_fill(new_max == float("-inf"), 0.0)
             p = torch.exp(scores - shift)  # (..., b_q, b_k), masked entries exactly 0
             v = value[..., cols, :].to(work)  # (..., b_k, d_v)
             if row_max is None:
                 row_sum, acc = p.sum(dim=-1, keepdim=True), p @ v
             else:
-                rescale = torch.exp(row_max - shift)  # (..., b_q, 1): old maximum -> new one
+                # (..., b_q, 1): from the old maximum to the new one
+                rescale = torch.exp(row_max - shift)
                 row_sum = row_sum * rescale + p.sum(dim=-1, keepdim=True)
                 acc = acc * rescale + p @ v  # (..., b_q, d_v)
             row_max = new_max
-        outputs.append(acc / row_sum)  # (..., b_q, d_v); a row with l = 0 would be 0/0 = NaN
+        # (..., b_q, d_v); a row with l = 0 would be 0/0 = NaN
+        outputs.append(acc / row_sum)
     return torch.cat(outputs, dim=-2).to(query.dtype)  # (..., L_q, d_v)
 
 
@@ -413,7 +421,8 @@ def repeat_kv(x: Tensor, times: int) -> Tensor:
     """
     check_tensor("x", x)
     if x.dim() != 4:
-        raise ValueError(f"expected (batch, kv_heads, L, d_head), got shape {tuple(x.shape)}")
+        shape = tuple(x.shape)
+        raise ValueError(f"expected (batch, kv_heads, L, d_head), got shape {shape}")
     times = positive_int("times", times)
     return x if times == 1 else x.repeat_interleave(times, dim=1)
 
@@ -632,8 +641,9 @@ class MultiHeadAttention(nn.Module):
             q, k = rotate(q, base=self.rotary_base), rotate(k, base=self.rotary_base)
         if mask is not None:
             mask = self.head_mask(mask, query.size(0), query.size(1), key.size(1))
+        k, v = self.repeat_kv(k), self.repeat_kv(v)  # (batch, h, L_k, d_head)
         # every head at once: (batch, h, L_q, d_head)
-        heads, weights = self.attend(q, self.repeat_kv(k), self.repeat_kv(v), mask, need_weights)
+        heads, weights = self.attend(q, k, v, mask, need_weights)
         return self.w_o(self.merge_heads(heads)), weights
 
     def forward_with_cache(
@@ -681,19 +691,19 @@ class MultiHeadAttention(nn.Module):
         else:  # (batch, g, t, d_head): the stored positions, then the new ones
             new_k = split_heads(self.w_k(key), self.num_kv_heads)
             new_v = split_heads(self.w_v(value), self.num_kv_heads)
-            if self.rotary_base is not None:
-                start = cache.length
-                positions = torch.arange(start, start + query.size(1), device=query.device)
+            if self.rotary_base is not None:  # the new positions follow the stored ones
+                new = torch.arange(query.size(1), device=query.device)
+                positions = cache.length + new
                 q = rotate(q, positions, self.rotary_base)
                 new_k = rotate(new_k, positions, self.rotary_base)
             k, v = cache.update(new_k, new_v)
         if k.size(0) != q.size(0):
-            raise ValueError(
-                f"the cache holds {k.size(0)} sequences, the query {q.size(0)}"
-            )  # fmt: skip
+            held = f"the cache holds {k.size(0)} sequences"
+            raise ValueError(f"{held}, the query {q.size(0)}")
         if mask is not None:
             mask = self.head_mask(mask, query.size(0), query.size(1), k.size(-2))
-        heads, weights = self.attend(q, self.repeat_kv(k), self.repeat_kv(v), mask, need_weights)
+        k, v = self.repeat_kv(k), self.repeat_kv(v)  # (batch, h, t, d_head)
+        heads, weights = self.attend(q, k, v, mask, need_weights)
         return self.w_o(self.merge_heads(heads)), weights
 
     def attend(

@@ -64,7 +64,8 @@ def cache_bytes_per_token(
     num_kv_heads = positive_int("num_kv_heads", num_kv_heads)
     d_head = positive_int("d_head", d_head)
     if not isinstance(dtype, torch.dtype):
-        raise TypeError(f"dtype must be a torch.dtype such as torch.bfloat16, got {dtype!r}")
+        wanted = "a torch.dtype such as torch.bfloat16"
+        raise TypeError(f"dtype must be {wanted}, got {dtype!r}")
     return 2 * num_layers * num_kv_heads * d_head * dtype.itemsize
 
 

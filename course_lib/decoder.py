@@ -115,7 +115,12 @@ class DecoderLayer(nn.Module):
         dropout = probability("dropout", dropout)
         self.norm_first = bool(norm_first)
         self.self_attention = MultiHeadAttention(
-            d_model, num_heads, dropout, bias, num_kv_heads=num_kv_heads, rotary_base=rotary_base
+            d_model,
+            num_heads,
+            dropout,
+            bias,
+            num_kv_heads=num_kv_heads,
+            rotary_base=rotary_base,
         )
         self.cross_attention = MultiHeadAttention(
             d_model, num_heads, dropout, bias, num_kv_heads=num_kv_heads
@@ -189,22 +194,36 @@ class DecoderLayer(nn.Module):
         self_cache, cross_cache = (None, None) if cache is None else cache
         if self.norm_first:  # pre-norm: x + sublayer(LayerNorm(x))
             update, self_weights = self.self_attention_block(
-                self.norm1(x), tgt_mask, return_weights, self_cache
-            )  # fmt: skip
+                self.norm1(x),
+                tgt_mask,
+                return_weights,
+                self_cache,
+            )
             x = x + update
             update, cross_weights = self.cross_attention_block(
-                self.norm2(x), memory, memory_mask, return_weights, cross_cache
-            )  # fmt: skip
+                self.norm2(x),
+                memory,
+                memory_mask,
+                return_weights,
+                cross_cache,
+            )
             x = x + update
             x = x + self.feed_forward_block(self.norm3(x))
         else:  # post-norm: LayerNorm(x + sublayer(x))
             update, self_weights = self.self_attention_block(
-                x, tgt_mask, return_weights, self_cache
-            )  # fmt: skip
+                x,
+                tgt_mask,
+                return_weights,
+                self_cache,
+            )
             x = self.norm1(x + update)
             update, cross_weights = self.cross_attention_block(
-                x, memory, memory_mask, return_weights, cross_cache
-            )  # fmt: skip
+                x,
+                memory,
+                memory_mask,
+                return_weights,
+                cross_cache,
+            )
             x = self.norm2(x + update)
             x = self.norm3(x + self.feed_forward_block(x))
         if return_weights:
@@ -220,12 +239,12 @@ class DecoderLayer(nn.Module):
     ) -> tuple[Tensor, Tensor | None]:
         """The first sublayer without its residual: ``dropout(MaskedSelfAttention(x))``
         (with ``cache``, over the cached positions and the new ones)."""
+        attention = self.self_attention
         if cache is None:
-            output, weights = self.self_attention(x, x, x, mask, need_weights=need_weights)
-        else:
-            output, weights = self.self_attention.forward_with_cache(
-                x, x, x, cache, mask, need_weights
-            )  # fmt: skip
+            output, weights = attention(x, x, x, mask, need_weights=need_weights)
+        else:  # over the cached positions and the new ones
+            cached = attention.forward_with_cache
+            output, weights = cached(x, x, x, cache, mask, need_weights)
         return self.dropout1(output), weights
 
     def cross_attention_block(
@@ -239,14 +258,12 @@ class DecoderLayer(nn.Module):
         """The second sublayer without its residual: queries from ``x``, keys and values from
         ``memory``: ``dropout(CrossAttention(x, memory))`` (with a static ``cache``, the
         memory is projected at the first call only)."""
+        attention, kv = self.cross_attention, memory  # keys and values both from memory
         if cache is None:
-            output, weights = self.cross_attention(
-                x, memory, memory, mask, need_weights=need_weights
-            )  # fmt: skip
-        else:
-            output, weights = self.cross_attention.forward_with_cache(
-                x, memory, memory, cache, mask, need_weights
-            )  # fmt: skip
+            output, weights = attention(x, kv, kv, mask, need_weights=need_weights)
+        else:  # the memory's keys and values, projected at the first call
+            cached = attention.forward_with_cache
+            output, weights = cached(x, kv, kv, cache, mask, need_weights)
         return self.dropout2(output), weights
 
     def feed_forward_block(self, x: Tensor) -> Tensor:
@@ -342,14 +359,13 @@ class Decoder(LayerStack):
             )
         all_weights = []
         for number, layer in enumerate(self.layers):
-            layer_cache = None if cache is None else cache.layers[number]
+            past = None if cache is None else cache.layers[number]
+            masks = (tgt_mask, memory_mask)
             if return_weights:
-                x, weights = layer(
-                    x, memory, tgt_mask, memory_mask, return_weights=True, cache=layer_cache
-                )  # fmt: skip
+                x, weights = layer(x, memory, *masks, return_weights=True, cache=past)
                 all_weights.append(weights)
             else:
-                x = layer(x, memory, tgt_mask, memory_mask, cache=layer_cache)
+                x = layer(x, memory, *masks, cache=past)
         if self.norm is not None:
             x = self.norm(x)
         return (x, all_weights) if return_weights else x

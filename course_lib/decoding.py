@@ -223,7 +223,8 @@ def beam_search(
     finished = torch.zeros(batch * width, dtype=torch.bool, device=device)
     first_row = torch.arange(batch, device=device)[:, None] * width
     for _ in range(max_new_tokens):
-        log_p = _log_probabilities(model, ids, width, eos_id, pad_id)  # (batch * width, V)
+        # (batch * width, V)
+        log_p = _log_probabilities(model, ids, width, eos_id, pad_id)
         vocab_size = log_p.size(-1)
         log_p[finished] = -math.inf  # a finished hypothesis gets pad only,
         log_p[finished, pad_id] = 0.0  # and its score stays the same
@@ -234,9 +235,8 @@ def beam_search(
         token = (best % vocab_size).reshape(-1)
         survivors = (first_row + parent).reshape(-1)
         _reorder(model, survivors)
-        ids, finished = _append(
-            ids[survivors], token, finished[survivors], eos_id, pad_id
-        )  # fmt: skip
+        ids, finished = ids[survivors], finished[survivors]
+        ids, finished = _append(ids, token, finished, eos_id, pad_id)
         if finished.all():
             break
     return BeamSearchResult(ids.reshape(batch, width, -1), scores)

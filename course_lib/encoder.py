@@ -166,7 +166,12 @@ class EncoderLayer(nn.Module):
         dropout = probability("dropout", dropout)
         self.norm_first = bool(norm_first)
         self.self_attention = MultiHeadAttention(
-            d_model, num_heads, dropout, bias, num_kv_heads=num_kv_heads, rotary_base=rotary_base
+            d_model,
+            num_heads,
+            dropout,
+            bias,
+            num_kv_heads=num_kv_heads,
+            rotary_base=rotary_base,
         )
         network = GatedFeedForward if gated else FeedForward
         self.feed_forward = network(d_model, d_ff, dropout, activation, bias=bias)
@@ -220,14 +225,14 @@ class EncoderLayer(nn.Module):
         self._check_inputs(x, mask)
         if self.norm_first:  # pre-norm: x + sublayer(LayerNorm(x))
             update, weights = self.self_attention_block(
-                self.norm1(x), mask, return_weights
-            )  # fmt: skip
+                self.norm1(x),
+                mask,
+                return_weights,
+            )
             x = x + update
             x = x + self.feed_forward_block(self.norm2(x))
         else:  # post-norm: LayerNorm(x + sublayer(x))
-            update, weights = self.self_attention_block(
-                x, mask, return_weights
-            )  # fmt: skip
+            update, weights = self.self_attention_block(x, mask, return_weights)
             x = self.norm1(x + update)
             x = self.norm2(x + self.feed_forward_block(x))
         return (x, weights) if return_weights else x
@@ -236,9 +241,7 @@ class EncoderLayer(nn.Module):
         self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False
     ) -> tuple[Tensor, Tensor | None]:
         """The first sublayer without its residual: ``dropout(SelfAttention(x))``, weights."""
-        output, weights = self.self_attention(
-            x, x, x, mask, need_weights=need_weights
-        )  # fmt: skip
+        output, weights = self.self_attention(x, x, x, mask, need_weights=need_weights)
         return self.dropout1(output), weights
 
     def feed_forward_block(self, x: Tensor) -> Tensor:

@@ -237,9 +237,11 @@ class _OneStackModel(nn.Module):
     def attention_mask(self, ids: Tensor) -> Tensor | None:
         """The self-attention mask of ``ids`` ``(batch, L)``, True where allowed: the padding
         mask ``(batch, 1, L)``, combined with the causal mask in a decoder-only model."""
-        mask = causal_mask(ids.size(1), device=ids.device) if self.causal else None
-        if self.attention_window is not None:  # itself and the window - 1 positions before
-            mask = sliding_window_mask(ids.size(1), self.attention_window, device=ids.device)
+        length, device = ids.size(1), ids.device
+        mask = causal_mask(length, device=device) if self.causal else None
+        window = self.attention_window
+        if window is not None:  # itself and the window - 1 positions before
+            mask = sliding_window_mask(length, window, device=device)
         if self.pad_id is None:
             return mask
         keep = padding_mask(ids, self.pad_id)

@@ -176,9 +176,8 @@ def swiglu_hidden_size(
     hidden = int(2 * 4 * d_model / 3)
     if ffn_dim_multiplier is not None:
         if isinstance(ffn_dim_multiplier, bool) or not ffn_dim_multiplier > 0:
-            raise ValueError(
-                f"ffn_dim_multiplier must be a positive number, got {ffn_dim_multiplier!r}"
-            )
+            wanted = "ffn_dim_multiplier must be a positive number"
+            raise ValueError(f"{wanted}, got {ffn_dim_multiplier!r}")
         hidden = int(ffn_dim_multiplier * hidden)
     return multiple_of * ((hidden + multiple_of - 1) // multiple_of)
 

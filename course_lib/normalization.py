@@ -47,9 +47,11 @@ def rms_norm(x: Tensor, weight: Tensor | None = None, eps: float = 1e-6) -> Tens
         A tensor of the shape and dtype of ``x``.
     """
     eps = _check_rms_inputs(x, weight, eps)
-    wide = x.to(torch.promote_types(x.dtype, torch.float32))  # float16/bfloat16 -> float32
+    # float16 and bfloat16 to float32; float64 stays
+    wide = x.to(torch.promote_types(x.dtype, torch.float32))
     mean_square = wide.pow(2).mean(dim=-1, keepdim=True)  # (..., 1): one per vector
-    scaled = (wide * torch.rsqrt(mean_square + eps)).to(x.dtype)  # (..., d), back to x's dtype
+    scaled = wide * torch.rsqrt(mean_square + eps)  # (..., d)
+    scaled = scaled.to(x.dtype)  # back to x's dtype
     return scaled if weight is None else weight * scaled
 
 

@@ -43,7 +43,11 @@ __all__ = ["rotary_cos_sin", "rotate", "rotation_matrix"]
 
 
 def rotation_matrix(
-    position: int, d: int, base: float = DEFAULT_BASE, *, dtype: torch.dtype = torch.float64
+    position: int,
+    d: int,
+    base: float = DEFAULT_BASE,
+    *,
+    dtype: torch.dtype = torch.float64,
 ) -> Tensor:
     """``R_m``, the ``(d, d)`` matrix with ``rotate(x, m) == x @ R_m`` for a row vector ``x``.
 
@@ -92,7 +96,11 @@ def rotary_cos_sin(
     return torch.cos(angle).to(dtype), torch.sin(angle).to(dtype)
 
 
-def rotate(x: Tensor, positions: Tensor | None = None, base: float = DEFAULT_BASE) -> Tensor:
+def rotate(
+    x: Tensor,
+    positions: Tensor | None = None,
+    base: float = DEFAULT_BASE,
+) -> Tensor:
     """Rotate every adjacent pair of features of ``x`` by its position's angles.
 
     Args:
@@ -110,8 +118,8 @@ def rotate(x: Tensor, positions: Tensor | None = None, base: float = DEFAULT_BAS
     floating("x", x)
     if x.dim() < 2 or x.size(-1) % 2:
         raise ValueError(
-            f"x must have shape (..., L, d) with d even (features rotated in pairs), got "
-            f"{tuple(x.shape)}"
+            "x must have shape (..., L, d) with d even (features rotated in pairs), "
+            f"got {tuple(x.shape)}"
         )
     length = x.size(-2)
     if positions is None:
@@ -122,6 +130,7 @@ def rotate(x: Tensor, positions: Tensor | None = None, base: float = DEFAULT_BAS
             f"{shape_of(positions)}"
         )
     cos, sin = rotary_cos_sin(positions.to(x.device), x.size(-1), base, dtype=x.dtype)
-    even, odd = x[..., 0::2], x[..., 1::2]  # (..., L, d/2): the two coordinates of each pair
+    # (..., L, d/2) each: the two coordinates of every pair
+    even, odd = x[..., 0::2], x[..., 1::2]
     turned = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1)
     return turned.flatten(-2)  # pairs back side by side: (..., L, d)

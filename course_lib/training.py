@@ -157,7 +157,12 @@ def sequence_loss(
     _check_labels(labels, logits.size(-1), ignore)
     smoothing = _check_smoothing(label_smoothing)
     scores = logits.flatten(0, 1)  # (batch * L, vocab_size): a row per position
-    return F.cross_entropy(scores, labels.flatten(), ignore_index=ignore, label_smoothing=smoothing)
+    return F.cross_entropy(
+        scores,
+        labels.flatten(),
+        ignore_index=ignore,
+        label_smoothing=smoothing,
+    )
 
 
 def _check_smoothing(epsilon: object) -> float:
@@ -196,7 +201,8 @@ def smoothed_targets(
     num_classes = positive_int("num_classes", num_classes)
     epsilon = _check_smoothing(epsilon)
     _check_class_ids(labels, num_classes)
-    one_hot = F.one_hot(labels, num_classes).to(dtype or torch.get_default_dtype())  # (*, classes)
+    dtype = dtype or torch.get_default_dtype()
+    one_hot = F.one_hot(labels, num_classes).to(dtype)  # (*, classes)
     return (1 - epsilon) * one_hot + epsilon / num_classes
 
 
@@ -219,10 +225,15 @@ def label_smoothed_loss(
     """
     _check_logits(logits, labels)
     _check_labels(labels, logits.size(-1), pad_id)
-    real = torch.ones_like(labels, dtype=torch.bool) if pad_id is None else labels != pad_id
+    if pad_id is None:
+        real = torch.ones_like(labels, dtype=torch.bool)
+    else:
+        real = labels != pad_id
     log_p = torch.log_softmax(logits, dim=-1)  # (batch, L, K)
     classes = labels.masked_fill(~real, 0)  # any class at padding: it does not count
-    target = smoothed_targets(classes, logits.size(-1), epsilon, log_p.dtype)  # (batch, L, K)
+    num_classes = logits.size(-1)
+    # (batch, L, K)
+    target = smoothed_targets(classes, num_classes, epsilon, log_p.dtype)
     loss = -(target * log_p).sum(dim=-1)  # (batch, L): one value per position
     return (loss * real).sum() / real.sum()  # the mean over the real positions
 
@@ -523,8 +534,11 @@ def fit(
     steps_per_epoch = math.ceil(count / batch_size)
     total = epochs * steps_per_epoch
     optimizer = torch.optim.Adam(
-        model.parameters(), lr=learning_rate, betas=(0.9, 0.98), eps=adam_eps
-    )  # fmt: skip
+        model.parameters(),
+        lr=learning_rate,
+        betas=(0.9, 0.98),
+        eps=adam_eps,
+    )
     if schedule is None:
         scheduler = warmup_then_decay(optimizer, total, warmup_fraction)
     else:
@@ -543,8 +557,9 @@ def fit(
             epoch_loss = 0.0
             for number, start in enumerate(range(0, count, batch_size)):
                 rows = permutation[start : start + batch_size]
+                batch = _batch(data, rows, precision.device)
                 with precision.forward():
-                    loss = _check_loss(batch_loss(*_batch(data, rows, precision.device)))
+                    loss = _check_loss(batch_loss(*batch))
                 optimizer.zero_grad()
                 precision.scale(loss).backward()
                 precision.step(optimizer)

@@ -109,14 +109,17 @@ class Transformer(nn.Module):
         self.d_model = positive_int("d_model", d_model)
         dropout = probability("dropout", dropout)
         self.pad_id = None if pad_id is None else integer("pad_id", pad_id)
-        embedding = {"d_model": d_model, "padding_idx": self.pad_id, "scale": scale_embeddings}
+        embedding = {
+            "d_model": d_model,
+            "padding_idx": self.pad_id,
+            "scale": scale_embeddings,
+        }
         self.src_embedding = TokenEmbedding(src_vocab_size, **embedding)
         self.tgt_embedding = TokenEmbedding(tgt_vocab_size, **embedding)
         self.positional = PositionalEncoding(d_model, max_len, dropout)
-        layers = (d_model, num_heads, d_ff, dropout, norm_first, final_norm,
-                  activation)  # fmt: skip
-        self.encoder = Encoder(num_encoder_layers, *layers)
-        self.decoder = Decoder(num_decoder_layers, *layers)
+        layers = (d_model, num_heads, d_ff, dropout, norm_first, final_norm)
+        self.encoder = Encoder(num_encoder_layers, *layers, activation)
+        self.decoder = Decoder(num_decoder_layers, *layers, activation)
         self.output = nn.Linear(d_model, tgt_vocab_size)
         if self.tie_embeddings in ("target-output", "all"):
             self.output.weight = self.tgt_embedding.weight

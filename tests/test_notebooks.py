@@ -28,6 +28,10 @@ from conftest import (
     toc_files,
 )
 
+FORMATTER_DIRECTIVE = re.compile(r"#\s*fmt:\s*(skip|off|on)\b")
+# Characters of a line of library code that show_source displays without sideways scrolling:
+# its output block in a 1366 x 768 window of Chromium holds 86 (measured on the built book).
+SHOWN_CODE_COLUMN = 86
 SETUP_URL = re.compile(r'^    REPO = "(?P<url>https://[^"\s]+)"$', flags=re.MULTILINE)
 ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
 
@@ -201,6 +205,36 @@ def test_printed_lines_fit_the_text_column_of_the_book(notebook_path):
             if output.output_type == "stream":
                 long = [line for line in output.text.splitlines() if len(line) > 88]
                 assert not long, f"code cell {index} printed {len(long[0])} characters"
+
+
+def test_no_cell_carries_a_formatter_directive(notebook_path):
+    for index, cell in enumerate(code_cells(read_notebook(notebook_path))):
+        found = FORMATTER_DIRECTIVE.search(cell.source)
+        assert not found, f"code cell {index} has {found.group(0)!r}: lay it out for ruff"
+
+
+def shown_library_code(notebook_path) -> list[tuple[int, str]]:
+    """(cell index, code) of every library source the chapter shows with show_source; the
+    stored output is the library's current code (nbval compares it on every run)."""
+    shown = []
+    for index, cell in enumerate(code_cells(read_notebook(notebook_path))):
+        if "show_source(" in cell.source:
+            for output in cell.outputs:
+                if output.output_type == "execute_result":
+                    shown.append((index, output.data["text/plain"]))
+    return shown
+
+
+def test_library_code_a_chapter_shows_carries_no_formatter_directive(notebook_path):
+    for index, code in shown_library_code(notebook_path):
+        found = FORMATTER_DIRECTIVE.search(code)
+        assert not found, f"code cell {index} shows library code with {found.group(0)!r}"
+
+
+def test_library_code_a_chapter_shows_fits_the_code_column_at_1366_px(notebook_path):
+    for index, code in shown_library_code(notebook_path):
+        wide = [line for line in code.splitlines() if len(line) > SHOWN_CODE_COLUMN]
+        assert not wide, f"code cell {index} shows lines wider than the column: {wide}"
 
 
 def test_widget_model_ids_are_the_stable_ones_tasks_execute_writes(notebook_path):
