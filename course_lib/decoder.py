@@ -242,7 +242,7 @@ class DecoderLayer(nn.Module):
         attention = self.self_attention
         if cache is None:
             output, weights = attention(x, x, x, mask, need_weights=need_weights)
-        else:  # over the cached positions and the new ones
+        else:
             cached = attention.forward_with_cache
             output, weights = cached(x, x, x, cache, mask, need_weights)
         return self.dropout1(output), weights
@@ -358,9 +358,9 @@ class Decoder(LayerStack):
                 f"{len(self.layers)} layers"
             )
         all_weights = []
+        masks = (tgt_mask, memory_mask)
         for number, layer in enumerate(self.layers):
             past = None if cache is None else cache.layers[number]
-            masks = (tgt_mask, memory_mask)
             if return_weights:
                 x, weights = layer(x, memory, *masks, return_weights=True, cache=past)
                 all_weights.append(weights)
