@@ -206,6 +206,13 @@ def _number(value: object) -> int:
     return number
 
 
+def _places(n: int) -> tuple[int, int, int]:
+    """``n`` as its thousands, its hundreds and the rest below 100: 2221 -> (2, 2, 21)."""
+    thousands, rest = divmod(n, 1000)
+    hundreds, rest = divmod(rest, 100)
+    return thousands, hundreds, rest
+
+
 def _english_below_100(n: int) -> str:
     if n < 20:
         return _ENGLISH_UNITS[n]
@@ -227,8 +234,7 @@ def english_number_name(n: int) -> str:
     n = _number(n)
     if n == 0:
         return "zero"
-    thousands, rest = divmod(n, 1000)
-    hundreds, rest = divmod(rest, 100)
+    thousands, hundreds, rest = _places(n)
     words = []
     if thousands:
         words += [_ENGLISH_UNITS[thousands], "thousand"]
@@ -264,8 +270,7 @@ def spanish_number_name(n: int) -> str:
     n = _number(n)
     if n == 0:
         return "cero"
-    thousands, rest = divmod(n, 1000)
-    hundreds, rest = divmod(rest, 100)
+    thousands, hundreds, rest = _places(n)
     words = []
     if thousands:
         words += ["mil"] if thousands == 1 else [_SPANISH_UNITS[thousands], "mil"]
@@ -411,8 +416,7 @@ def number_alignment(n: int) -> list[set[int]]:
     n = _number(n)
     if n == 0:
         return [{0}]
-    thousands, rest = divmod(n, 1000)
-    hundreds, rest = divmod(rest, 100)
+    thousands, hundreds, rest = _places(n)
     alignment: list[set[int]] = []
     at = 0  # the next English position
     if thousands:

@@ -21,10 +21,9 @@ import jsonschema
 import pytest
 from test_grading import document, entry, grade, read_csv, results, write
 
-from course_lib.answers import Outcome
+from course_lib.answers import Check, Outcome
 from course_lib.exercises import SubmissionError, get_exercise
 from course_lib.exercises import submission as submission_module
-from course_lib.exercises._registry import Check
 from course_lib.grading import batch as batch_module
 from course_lib.grading.gradebook import MAX_CHECKS, Gradebook
 from course_lib.grading.grader import Grade, Grader

@@ -40,9 +40,8 @@ from course_lib.exercises import attention_at_scale
 from course_lib.exercises import a_modern_decoder
 
 # isort: on
+from course_lib.answers import Case, Check
 from course_lib.exercises._registry import (
-    Case,
-    Check,
     ChoiceExercise,
     CodeExercise,
     Exercise,

@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 import ipywidgets as widgets
 
 from course_lib._html import CODE_STYLE, block, color, text_html
-from course_lib.exercises._registry import Check, Exercise, Result
+from course_lib.answers import Check
+from course_lib.exercises._registry import Exercise, Result
 
 __all__ = ["in_notebook", "options_html", "result_html", "result_panel", "show"]
 

@@ -35,8 +35,6 @@ from course_lib.answers import (
 )
 
 __all__ = [
-    "Case",
-    "Check",
     "ChoiceExercise",
     "CodeExercise",
     "Exercise",

@@ -6,9 +6,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from course_lib.answers import Case
 from course_lib.attention import causal_mask, sliding_window_mask, tiled_attention
 from course_lib.exercises._registry import (
-    Case,
     ChoiceExercise,
     CodeExercise,
     Mistake,

@@ -14,12 +14,11 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from course_lib.answers import ATTENTION, TableScorer
+from course_lib.answers import ATTENTION, Case, TableScorer
 from course_lib.attention import scaled_dot_product_attention
 from course_lib.cache import KeyValueCache
 from course_lib.decoding import beam_search, greedy_decode, sample
 from course_lib.exercises._registry import (
-    Case,
     CodeExercise,
     Mistake,
     ValueExercise,

@@ -6,11 +6,10 @@ import math
 
 import torch
 
-from course_lib.answers import ENCODER_LAYER
+from course_lib.answers import ENCODER_LAYER, Case
 from course_lib.attention import padding_mask
 from course_lib.encoder import EncoderLayer
 from course_lib.exercises._registry import (
-    Case,
     CodeExercise,
     Mistake,
     ValueExercise,

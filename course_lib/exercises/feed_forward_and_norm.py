@@ -6,9 +6,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from course_lib.answers import NORMALIZATION
+from course_lib.answers import NORMALIZATION, Case
 from course_lib.exercises._registry import (
-    Case,
     ChoiceExercise,
     CodeExercise,
     Mistake,

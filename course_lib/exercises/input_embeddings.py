@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from course_lib.answers import EMBEDDING
+from course_lib.answers import EMBEDDING, Case
 from course_lib.embeddings import TokenEmbedding, one_hot_lookup
 from course_lib.exercises._registry import (
-    Case,
     CodeExercise,
     Mistake,
     ValueExercise,

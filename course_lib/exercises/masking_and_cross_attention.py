@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import torch
 
+from course_lib.answers import Case
 from course_lib.attention import causal_mask
 from course_lib.exercises._registry import (
-    Case,
     ChoiceExercise,
     CodeExercise,
     Option,

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import torch
 
+from course_lib.answers import Case
 from course_lib.attention import MultiHeadAttention, merge_heads, split_heads
-from course_lib.exercises._registry import Case, CodeExercise, Mistake, ValueExercise, register
+from course_lib.exercises._registry import CodeExercise, Mistake, ValueExercise, register
 
 CHAPTER = "multi-head-attention"
 

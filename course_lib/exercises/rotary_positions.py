@@ -6,8 +6,8 @@ import math
 
 import torch
 
+from course_lib.answers import Case
 from course_lib.exercises._registry import (
-    Case,
     ChoiceExercise,
     CodeExercise,
     Mistake,

@@ -5,13 +5,13 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from course_lib.answers import ATTENTION
+from course_lib.answers import ATTENTION, Case
 from course_lib.attention import (
     causal_mask,
     padding_mask,
     scaled_dot_product_attention,
 )
-from course_lib.exercises._registry import Case, CodeExercise, Mistake, ValueExercise, register
+from course_lib.exercises._registry import CodeExercise, Mistake, ValueExercise, register
 
 CHAPTER = "self-attention"
 

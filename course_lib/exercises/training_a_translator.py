@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from course_lib.exercises._registry import Case, ChoiceExercise, CodeExercise, Option, register
+from course_lib.answers import Case
+from course_lib.exercises._registry import ChoiceExercise, CodeExercise, Option, register
 from course_lib.training import sequence_loss, teacher_forcing
 
 CHAPTER = "training-a-translator"

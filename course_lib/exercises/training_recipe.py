@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from course_lib.answers import Case
 from course_lib.exercises._registry import (
-    Case,
     ChoiceExercise,
     CodeExercise,
     Mistake,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
+from course_lib.answers import Case
 from course_lib.discretize import Codebook, kmeans
 from course_lib.exercises._registry import (
-    Case,
     ChoiceExercise,
     CodeExercise,
     Mistake,
