@@ -51,6 +51,8 @@ two modules import each other, directly or through others). All tensors are batc
 
 - :mod:`course_lib.training` -- teacher forcing, the sequence loss (label smoothing
   optional), the one training loop, the paper's learning-rate schedule;
+- :mod:`course_lib.calibration` -- whether a model is right as often as it is sure:
+  reliability bins and the expected calibration error;
 - :mod:`course_lib.objectives` -- masked-token, next-token and label training of the model
   families;
 - :mod:`course_lib.word2vec` -- skip-gram and CBOW;

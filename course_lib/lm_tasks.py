@@ -215,10 +215,11 @@ SMALL = {
 
 
 def model_for(task: LMTask, **settings: Any) -> DecoderOnlyModel:
-    """A small :class:`DecoderOnlyModel` for ``task``: the course's 2017-style decoder.
+    """A small :class:`DecoderOnlyModel` for ``task``: the course's pre-norm 2017 decoder.
 
-    ``d_model`` 64, 4 heads, 2 pre-norm layers, ``d_ff`` 256, ReLU, sinusoidal positions for
-    ``task.max_len`` positions, the embeddings tied to the output map, ``<pad>`` masked.
+    The 2017 paper's parts with the norms placed as in GPT-2 (before each sublayer, and a final
+    norm): ``d_model`` 64, 4 heads, 2 pre-norm layers, ``d_ff`` 256, ReLU, sinusoidal positions
+    for ``task.max_len`` positions, the embeddings tied to the output map, ``<pad>`` masked.
     ``settings`` override any of these or set any other option of :class:`DecoderOnlyModel`
     (``positions="rotary"``, ``norm="rms"``, ``gated=True``, ``num_kv_heads=1``...). The
     weights are drawn from torch's global generator: seed it first.

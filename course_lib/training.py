@@ -187,7 +187,9 @@ def smoothed_targets(
 
     Every one of the ``K = num_classes`` classes, the correct one included, gets ``eps / K``;
     the correct one gets ``1 - eps`` on top. This is the form of Szegedy et al. (2016) and of
-    ``F.cross_entropy(..., label_smoothing=eps)``.
+    ``F.cross_entropy(..., label_smoothing=eps)``. tensor2tensor's ``smoothing_cross_entropy``
+    gives the correct class ``1 - eps`` and every other ``eps / (K - 1)``: the same target as
+    this one with ``eps * K / (K - 1)`` in place of ``eps``.
 
     Args:
         labels: integer class ids of any shape ``(*)``, each in ``[0, num_classes)``.
@@ -229,10 +231,10 @@ def label_smoothed_loss(
         real = torch.ones_like(labels, dtype=torch.bool)
     else:
         real = labels != pad_id
-    log_p = torch.log_softmax(logits, dim=-1)  # (batch, L, K)
+    log_p = torch.log_softmax(logits, dim=-1)  # (batch, L, classes)
     classes = labels.masked_fill(~real, 0)  # any class at padding: it does not count
     num_classes = logits.size(-1)
-    # (batch, L, K)
+    # (batch, L, classes)
     target = smoothed_targets(classes, num_classes, epsilon, log_p.dtype)
     loss = -(target * log_p).sum(dim=-1)  # (batch, L): one value per position
     return (loss * real).sum() / real.sum()  # the mean over the real positions

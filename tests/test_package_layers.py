@@ -42,6 +42,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     ),
     "training": (
         "course_lib.training",
+        "course_lib.calibration",
         "course_lib.objectives",
         "course_lib.word2vec",
         "course_lib.translation",

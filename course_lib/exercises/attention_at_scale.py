@@ -147,10 +147,11 @@ MERGE_BLOCKS = register(
         blocked=(tiled_attention,),
         hints=(
             "Bring both sums to one common reference, the larger maximum "
-            "$m = \\max(m_a, m_b)$: block $a$'s sum becomes $\\ell_a e^{m_a - m}$.",
+            "$\\hat s = \\max(\\hat s_a, \\hat s_b)$: block $a$'s sum becomes "
+            "$\\ell_a e^{\\hat s_a - \\hat s}$.",
             "Each block's output is already a weighted average over its own keys. The merged "
             "output averages the two, each weighted by its block's share of the total sum.",
-            "`m = torch.maximum(max_a, max_b)`, `wa = sum_a * torch.exp(max_a - m)`, likewise "
+            "`top = torch.maximum(max_a, max_b)`, `wa = sum_a * torch.exp(max_a - top)`, likewise "
             "`wb`; the answer is `(wa * out_a + wb * out_b) / (wa + wb)`.",
         ),
     )

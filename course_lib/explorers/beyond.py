@@ -365,9 +365,9 @@ class SlidingWindowExplorer(Explorer):
             slider("window", "window $w$", window, sorted({*SWA_BOOK_WINDOWS, window}),
                    lambda: widgets.IntSlider(value=window, min=1, max=SWA_LENGTH,
                                              description="window $w$", continuous_update=False)),
-            slider("layers", "layers $k$", layers, sorted({*SWA_BOOK_LAYERS, layers}),
+            slider("layers", "layers $N$", layers, sorted({*SWA_BOOK_LAYERS, layers}),
                    lambda: widgets.IntSlider(value=layers, min=1, max=8,
-                                             description="layers $k$", continuous_update=False)),
+                                             description="layers $N$", continuous_update=False)),
             slider("query", "query $i$", query, sorted({*SWA_BOOK_QUERIES, query}),
                    lambda: widgets.IntSlider(value=query, min=0, max=last,
                                              description="query $i$", continuous_update=False)),
@@ -413,7 +413,7 @@ class SlidingWindowExplorer(Explorer):
         first, count = int(seen[0]), len(seen)
         reach = layers * (window - 1) + 1
         allowed = int(receptive_fields(SWA_LENGTH, window, 1)[0].sum())
-        formula = f"$k(w-1)+1 = {layers} \\cdot {window - 1} + 1 = {reach}$"
+        formula = f"$N(w-1)+1 = {layers} \\cdot {window - 1} + 1 = {reach}$"
         if reach <= query + 1:
             limit = f"as {formula} says"
         elif query == 0:
@@ -590,10 +590,10 @@ class ModernDecoderExplorer(Explorer):
     RMSNorm, SwiGLU, key/value heads (:data:`MODERN_KV`), biases, a tied output map. Part:
     ``ledger``, the parameters of every component of that model (computed from the model
     :class:`~course_lib.families.DecoderOnlyModel` builds, on the ``meta`` device), next to
-    those of the 2017-style decoder of the same sizes, and the bytes its key/value cache
-    holds per token and for a full context (16-bit numbers). Nothing is trained here: the
-    readout holds computed properties only. Every control is offered in the book
-    (2 x 3 x 2 x 2 x 3 x 2 x 2 = 288 text states).
+    those of the pre-norm 2017 decoder of the same sizes (the 2017 parts, the norms placed as
+    in GPT-2), and the bytes its key/value cache holds per token and for a full context (16-bit
+    numbers). Nothing is trained here: the readout holds computed properties only. Every
+    control is offered in the book (2 x 3 x 2 x 2 x 3 x 2 x 2 = 288 text states).
     """
 
     def __init__(
@@ -634,13 +634,13 @@ class ModernDecoderExplorer(Explorer):
         self, size: str, positions: str, rms: bool, swiglu: bool, kv: str, biases: bool,
         tied: bool,
     ) -> str:  # fmt: skip
-        """The ledger of the chosen model beside the 2017-style one's, as an HTML table."""
+        """The ledger of the chosen model beside the pre-norm 2017 one's, as an HTML table."""
         settings = modern_settings(size, positions, rms, swiglu, kv, biases, tied)
         chosen = modern_ledger(settings)
         old = modern_ledger(
             modern_settings(size, "sinusoidal", False, False, "multi-head", True, True)
         )
-        head = "<tr><th></th><th>this model</th><th>2017-style</th></tr>"
+        head = "<tr><th></th><th>this model</th><th>pre-norm 2017</th></tr>"
         rows = "".join(
             f"<tr><td>{part}</td><td style='text-align:right'>{chosen[part]:,}</td>"
             f"<td style='text-align:right'>{old[part]:,}</td></tr>"
@@ -656,7 +656,7 @@ class ModernDecoderExplorer(Explorer):
             f"{settings['num_heads']} query heads; {network}<br>"
             f"<table style='{TABLE_STYLE}'>{head}{rows}</table>"
             f"key/value cache (16-bit numbers): <b>{chosen['cache']:,} bytes per token</b> "
-            f"(2017-style: {old['cache']:,}); for {context:,} tokens, "
+            f"(pre-norm 2017: {old['cache']:,}); for {context:,} tokens, "
             f"{_bytes(chosen['cache'] * context)} per sequence"
         )
 
