@@ -58,13 +58,16 @@ from course_lib.vocab import Vocabulary, pad_batch
 SPLIT = number_split(seed=0)
 SOURCE, TARGET = number_vocabularies(SPLIT.train)
 FEW = sorted(random.Random(0).sample(SPLIT.train, 150))
+FEW_PAIRS = number_pairs(FEW, SOURCE, TARGET)  # the 150 training numbers
+TEST_PAIRS = number_pairs(SPLIT.test, SOURCE, TARGET)  # the 1,000 held-out numbers
+DEEP_PAIRS = number_pairs(SPLIT.train[:2560], SOURCE, TARGET)  # the warm-up runs' data
 ENCODER = {"d_model": 64, "num_heads": 4, "num_layers": 2, "d_ff": 128, "max_len": 16}
 DRAWS = (1, 2, 3, 4)
 
 
 def held_out(translator: NumberTranslator) -> dict[str, float]:
     """The chapter's ``held_out``: teacher-forced scores on the 1,000 test numbers."""
-    test_src, test_tgt = number_pairs(SPLIT.test, SOURCE, TARGET)
+    test_src, test_tgt = TEST_PAIRS
     decoder_input, labels = teacher_forcing(test_tgt)
     with torch.no_grad():
         logits = translator.model(test_src, decoder_input)
@@ -83,7 +86,7 @@ def held_out(translator: NumberTranslator) -> dict[str, float]:
 
 
 def regularise(seed: int) -> dict[str, dict[str, float]]:
-    src_ids, tgt_ids = number_pairs(FEW, SOURCE, TARGET)
+    src_ids, tgt_ids = FEW_PAIRS
     runs = {"plain": (0.0, 0.0), "dropout": (0.1, 0.0), "smoothed": (0.1, 0.1)}
     scores = {}
     for name, (dropout, smoothing) in runs.items():
@@ -126,7 +129,7 @@ def regularise_failures(s: dict[str, dict[str, float]]) -> list[str]:
 def warmup(seed: int) -> dict[str, float]:
     """The chapter's three deeper translators (4 + 4 layers, 80 steps of 32 pairs, Adam with
     the paper's settings): the mean loss of their last 10 steps, and the frequency-guess loss."""
-    src_ids, tgt_ids = number_pairs(SPLIT.train[:2560], SOURCE, TARGET)
+    src_ids, tgt_ids = DEEP_PAIRS
     steps, scale = 50, 0.3
 
     def with_warmup(optimizer: torch.optim.Optimizer, total_steps: int):
@@ -207,6 +210,8 @@ def finetune(seed: int) -> dict[str, float | tuple[float, float]]:
     def labels_of(numbers: list[int]) -> torch.Tensor:
         return torch.tensor([int(n % 5 == 0) for n in numbers])
 
+    test_ids, test_labels = ids_of(SPLIT.test), labels_of(SPLIT.test)
+
     def accuracy(pretrained: bool, numbers: list[int]) -> float:
         torch.manual_seed(1)
         encoder = copy.deepcopy(bert) if pretrained else EncoderOnlyModel(len(vocab), **ENCODER)
@@ -222,8 +227,8 @@ def finetune(seed: int) -> dict[str, float | tuple[float, float]]:
             seed=0,
         )
         with torch.no_grad():
-            predicted = classifier(ids_of(SPLIT.test)).argmax(dim=-1)
-        return (predicted == labels_of(SPLIT.test)).float().mean().item()
+            predicted = classifier(test_ids).argmax(dim=-1)
+        return (predicted == test_labels).float().mean().item()
 
     result: dict[str, float | tuple[float, float]] = {
         "masked-token loss": history.epoch_losses[-1] / history.epoch_losses[0],
