@@ -5,6 +5,7 @@
     python3 tasks.py test      run every test: ruff, library tests, nbval, the book build
     python3 tasks.py execute   re-execute chapter notebooks in place (all, or the paths given)
     python3 tasks.py setup     only create or update the virtual environment
+    python3 tasks.py compat    the library's tests with the oldest and the newest torch
     python3 tasks.py clean     remove _build
 
 Every command first creates or updates the virtual environment .venv from the pinned
@@ -29,6 +30,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -184,11 +187,19 @@ def test(extra: list[str]) -> None:
 STUDENT_KERNEL = "course-student"
 # What Colab has beside ipywidgets 7.7 (at the versions of requirements.txt): transformers is
 # there too, and the chapters that compare a model with it print that comparison.
-STUDENT_HAS = ("torch", "ipykernel", "transformers")
-# Pins that ipywidgets 7.7 replaces: the rest of requirements.txt constrains the student's
-# environment (the same versions as .venv: outputs compared by nbval do not drift with a
-# release of numpy or matplotlib).
-NOT_STUDENT_PINS = {"ipywidgets", "widgetsnbextension", "jupyterlab-widgets", "jupyterlab_widgets"}
+STUDENT_HAS = ("ipykernel", "transformers")
+# Colab's Python where this machine has it (else the Python running tasks.py), and Colab ships
+# its own torch, newer than the book's pin: the student's environment has the newest torch that
+# installs on this machine kind. nbval compares its outputs with the ones stored from the pinned
+# torch, so every chapter is shown to compute the same on both (issue 31).
+STUDENT_PYTHON = "3.12"
+STUDENT_TORCH = "2.14.1"
+# Pins that ipywidgets 7.7 and the newer torch replace: the rest of requirements.txt constrains
+# the student's environment (the same versions as .venv: outputs compared by nbval do not drift
+# with a release of numpy or matplotlib).
+NOT_STUDENT_PINS = {
+    "ipywidgets", "widgetsnbextension", "jupyterlab-widgets", "jupyterlab_widgets", "torch",
+}  # fmt: skip
 KERNEL_SCRIPT = """#!/bin/sh
 # A chapter's kernel as a student gets it: an empty folder outside the repository, nothing of
 # the project's environment on the paths, an empty progress store.
@@ -209,31 +220,16 @@ def student_environment(folder: Path) -> Path:
     The kernel is found as ``STUDENT_KERNEL`` with ``folder / "jupyter"`` on JUPYTER_PATH.
     Takes about a minute (pip's download cache is used); nothing is shared with .venv.
     """
-    source = folder / "source"  # the wheel is built from a copy of what the package is
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(ROOT / name, source / name)
-    shutil.copytree(
-        ROOT / "course_lib", source / "course_lib", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    wheels = folder / "wheels"
-    pip = (sys.executable, "-m", "pip", "--disable-pip-version-check")
-    _quiet(*pip, "wheel", "--no-deps", "--no-build-isolation", "--wheel-dir", wheels, source)
-    (wheel,) = wheels.glob("course_lib-*.whl")
+    wheel = build_wheel(folder)
     constraints = folder / "constraints.txt"
-    constraints.write_text(
-        "\n".join(
-            line
-            for line in (ROOT / "requirements.txt").read_text().splitlines()
-            if "==" in line and line.split("==")[0].strip().lower() not in NOT_STUDENT_PINS
-        )
-    )
+    constraints.write_text(student_constraints())
+    pip = (sys.executable, "-m", "pip", "--disable-pip-version-check")
     venv = folder / "venv"
-    _quiet(sys.executable, "-m", "venv", "--without-pip", venv)
+    _quiet(find_python(STUDENT_PYTHON) or sys.executable, "-m", "venv", "--without-pip", venv)
     python = venv / "bin" / "python"
     _quiet(*pip, "--python", python, "install", "--no-compile", "--progress-bar", "off",
            "-c", constraints, "-r", ROOT / "requirements-ipywidgets7.txt", *STUDENT_HAS,
-           wheel)  # fmt: skip
+           f"torch=={STUDENT_TORCH}", wheel)  # fmt: skip
     path = os.pathsep.join(
         entry
         for entry in os.environ.get("PATH", "").split(os.pathsep)
@@ -254,6 +250,29 @@ def student_environment(folder: Path) -> Path:
     }
     (spec / "kernel.json").write_text(json.dumps(kernel, indent=1))
     return python
+
+
+def student_constraints() -> str:
+    """requirements.txt's pins but those of NOT_STUDENT_PINS, as a pip constraints file."""
+    return "\n".join(
+        line
+        for line in (ROOT / "requirements.txt").read_text().splitlines()
+        if "==" in line and line.split("==")[0].strip().lower() not in NOT_STUDENT_PINS
+    )
+
+
+def find_python(version: str) -> Path | None:
+    """A Python ``version`` ("3.12") that runs and has venv: on PATH as ``python3.12``, or
+    installed by pyenv (whose shims answer only for the version selected); None if absent."""
+    name = f"python{version}"
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    found = [shutil.which(name), *sorted(pyenv.glob(f"versions/{version}.*/bin/{name}"))[::-1]]
+    for candidate in filter(None, found):
+        check = [candidate, "-c", "import sys, venv; print('%d.%d' % sys.version_info[:2])"]
+        result = subprocess.run(check, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        if result.returncode == 0 and result.stdout.strip() == version:
+            return Path(candidate)
+    return None
 
 
 def student_folder() -> Path:
@@ -303,6 +322,7 @@ def student_fingerprint() -> str:
     for name in ("pyproject.toml", "requirements.txt", "requirements-ipywidgets7.txt"):
         digest.update((ROOT / name).read_bytes())
     digest.update(KERNEL_SCRIPT.encode() + sys.version.encode())
+    digest.update(f"{find_python(STUDENT_PYTHON)} torch=={STUDENT_TORCH}".encode())
     return digest.hexdigest()
 
 
@@ -504,6 +524,190 @@ def stable_widget_ids(notebook, salt: str):
     return notebook
 
 
+# ------------------------------------------------------------ other versions (compat)
+# The README promises Python >= 3.10 and torch >= 2.1; the book is pinned at torch 2.13 on 3.11,
+# and nbval runs the chapters with the newest torch (the student's environment above). `compat`
+# runs the library's tests, against course_lib installed from its wheel, in two fresh
+# environments outside the repository: the oldest promised torch on the oldest promised Python,
+# and the newest torch on Colab's Python. Each has ipywidgets 8 and, as .venv, ipywidgets 7.7
+# for the kernels of the widget tests. The tests of the trained claims run in both.
+
+
+@dataclass(frozen=True)
+class Versions:
+    """One environment of `compat`: its name, the Python it wants, what it pins."""
+
+    name: str
+    python: str
+    pins: tuple[str, ...]
+    constrained: bool  # also pinned to requirements.txt's versions (numpy, matplotlib, ...)
+    leaves_out: tuple[str, ...] = ()  # test modules not run here
+    markers: str = ""  # pytest's -m: the marked tests run here
+
+
+# What the oldest torch is not asked to do. The refusals that keep a built-in out of an
+# exercise's answer are written for the torch a course is given with: before 2.13 some of
+# their routes do not exist and a few other routes go unrefused (measured with 2.4, 2.6 and
+# 2.8). A trained claim is asserted for the pinned torch and the newest (issue 31).
+COMPAT = (
+    # NumPy 1, as pyproject.toml allows; transformers 5 needs a newer torch
+    Versions(
+        "oldest",
+        "3.10",
+        ("torch==2.4.0", "numpy<2", "transformers<5"),
+        constrained=False,
+        leaves_out=("test_refusals.py", "test_forbidden_routes.py"),
+        markers="not claims",
+    ),
+    Versions("newest", STUDENT_PYTHON, (f"torch=={STUDENT_TORCH}", "transformers"), True),
+)
+# What the library's tests need beside course_lib and ipywidgets 7.7.
+TEST_TOOLS = ("pytest", "pytest-xdist", "pyyaml", "nbformat", "nbclient", "ipykernel",
+              "filelock", "packaging", "tokenizers")  # fmt: skip
+# The library's tests that `compat` runs: those of the model components, data, tokenization,
+# training, the answers engine and its refusals, the exercises and their widgets (in kernels
+# with ipywidgets 7.7 and 8) and the trained claims (marked `claims`). Left to the pinned env of
+# `tasks.py test`: the repository, the notebooks, the built book, the student's environment,
+# the explorers' book states (built when a chapter is executed, with the pinned torch) and the
+# instructor's grading (which runs on the instructor's machine); within the 10 minutes CI gives.
+NOT_LIBRARY_TESTS = {
+    "test_book.py", "test_browser.py", "test_browser_explorers.py", "test_browser_figures.py",
+    "test_browser_widgets.py", "test_figures.py", "test_notebook_runner.py", "test_notebooks.py",
+    "test_package_layers.py", "test_project.py", "test_student_install.py",
+    "test_attention_explorer.py", "test_explorers.py", "test_generation_widgets.py",
+    "test_layer_widgets.py", "test_recipe_widgets.py", "test_widgets.py",
+    "test_check_equals_grading.py", "test_grading.py", "test_grading_answers.py",
+    "test_grading_hostile_storage.py", "test_grading_isolation.py", "test_grading_reports.py",
+    "test_grading_robustness.py",
+}  # fmt: skip
+
+
+def library_tests(leaves_out: tuple[str, ...] = ()) -> list[Path]:
+    tests = sorted((ROOT / "tests").glob("test_*.py"))
+    return [p for p in tests if p.name not in NOT_LIBRARY_TESTS and p.name not in leaves_out]
+
+
+def compat(extra: list[str]) -> None:
+    """Run the library's tests in the environments of COMPAT; print what ran and its time.
+
+    ``tasks.py compat newest -k rotary`` runs one environment, and passes the rest to pytest.
+    The environments are made in a temporary folder, or in COURSE_COMPAT_DIR, where they are
+    kept and used again while their pins are the same (course_lib is installed afresh).
+    """
+    setup()
+    if not in_venv():  # pip, setuptools and the numerics of the project's environment
+        run(VENV_PYTHON, __file__, "compat", *extra)
+        return
+    os.environ.update(NUMERICS)
+    chosen = [v for v in COMPAT if extra[:1] == [v.name]] or list(COMPAT)
+    extra = extra[1:] if extra[:1] == [chosen[0].name] else extra
+    started = time.perf_counter()
+    kept = os.environ.get("COURSE_COMPAT_DIR")
+    with tempfile.TemporaryDirectory(prefix="course-compat-") as temporary:
+        work = Path(kept or temporary)
+        work.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(work / "wheels", ignore_errors=True)
+        shutil.rmtree(work / "source", ignore_errors=True)
+        wheel = build_wheel(work)
+        (work / "installed_course_lib.py").write_text(INSTALLED_FIRST)
+        # one environment is built (mostly downloads) while the tests of the last one run
+        builder = ThreadPoolExecutor(max_workers=1)
+        built = [builder.submit(timed, compat_environment, work / v.name, v, wheel) for v in chosen]
+        for versions, building in zip(chosen, built, strict=True):
+            begun = time.perf_counter()
+            python, seconds = building.result()
+            report = subprocess.run(
+                [python, "-c", COMPAT_REPORT], cwd=work, capture_output=True, text=True,
+                check=True, stdin=subprocess.DEVNULL,
+            ).stdout.strip()  # fmt: skip
+            say(f"{versions.name}: {report}; built in {seconds:.0f} s")
+            command = [python, "-m", "pytest", "-q", "-p", "installed_course_lib", "-p",
+                       "no:cacheprovider", "-o", "addopts=", "--rootdir", ROOT, "-c",
+                       ROOT / "pyproject.toml", *PARALLEL, "-m", versions.markers,
+                       *library_tests(versions.leaves_out), *extra]  # fmt: skip
+            env = {**os.environ, "PYTHONHASHSEED": "0", "HF_HUB_OFFLINE": "1"}
+            env.pop("PYTHONPATH", None)
+            result = subprocess.run([str(c) for c in command], cwd=work, env=env,
+                                    stdin=subprocess.DEVNULL)  # fmt: skip
+            seconds = time.perf_counter() - begun
+            if versions.leaves_out or versions.markers:
+                say(f"{versions.name}: ran without {', '.join(versions.leaves_out)}, with "
+                    f"-m '{versions.markers}'")  # fmt: skip
+            if result.returncode != 0:
+                say(f"compat: the library's tests failed with the {versions.name} versions")
+                builder.shutdown(cancel_futures=True)  # a build under way ends first
+                sys.exit(result.returncode)
+            say(f"{versions.name}: the library's tests passed in {seconds:.0f} s")
+    say(f"compat passed in {time.perf_counter() - started:.0f} s")
+
+
+# Printed by each environment of `compat`: what it runs, and that course_lib is the wheel's.
+COMPAT_REPORT = """\
+import sys, torch, numpy, ipywidgets, course_lib
+assert "site-packages" in course_lib.__file__, course_lib.__file__
+print(f"Python {sys.version.split()[0]}, torch {torch.__version__}, numpy {numpy.__version__}, "
+      f"ipywidgets {ipywidgets.__version__} (7.7.1 in the widget tests' kernels), "
+      f"course_lib from {course_lib.__file__}")"""
+
+
+# A pytest plugin (`-p`) that each test process of `compat` loads before the repository's
+# conftest.py puts the repository first on sys.path: course_lib is the installed one.
+INSTALLED_FIRST = """\
+import course_lib
+
+assert "site-packages" in course_lib.__file__, course_lib.__file__
+"""
+
+
+def build_wheel(folder: Path) -> Path:
+    """course_lib's wheel, built in ``folder`` from a copy of what the package is."""
+    source = folder / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
+    shutil.copytree(
+        ROOT / "course_lib", source / "course_lib", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    wheels = folder / "wheels"
+    pip = (sys.executable, "-m", "pip", "--disable-pip-version-check")
+    _quiet(*pip, "wheel", "--no-deps", "--no-build-isolation", "--wheel-dir", wheels, source)
+    (wheel,) = wheels.glob("course_lib-*.whl")
+    return wheel
+
+
+def timed(function, *args):
+    """(``function(*args)``, the seconds it took)."""
+    started = time.perf_counter()
+    return function(*args), time.perf_counter() - started
+
+
+def compat_environment(folder: Path, versions: Versions, wheel: Path) -> Path:
+    """A virtual environment in ``folder`` for ``versions``, made unless one with the same
+    pins is there, with course_lib's ``wheel`` installed afresh; its python."""
+    python = folder / "bin" / "python"
+    stamp = folder / "made-of.txt"
+    pip = (sys.executable, "-m", "pip", "--disable-pip-version-check", "--python", python,
+           "install", "--no-compile", "--progress-bar", "off")  # fmt: skip
+    if not (stamp.exists() and stamp.read_text() == repr(versions)):
+        shutil.rmtree(folder, ignore_errors=True)
+        base = find_python(versions.python)
+        if base is None:
+            say(f"{versions.name}: Python {versions.python} is not on this machine; using "
+                f"{sys.version.split()[0]}")  # fmt: skip
+            base = Path(sys.executable)
+        _quiet(base, "-m", "venv", "--without-pip", folder)
+        constraints = folder / "constraints.txt"
+        constraints.write_text(student_constraints() if versions.constrained else "")
+        _quiet(*pip, "-c", constraints, "ipywidgets", *versions.pins, *TEST_TOOLS, wheel)
+        # the widget tests' kernels put ipywidgets 7.7 first on their path, as in .venv
+        _quiet(*pip, "--no-deps", "--target", folder / WIDGETS_7.name,
+               "-r", ROOT / "requirements-ipywidgets7.txt")  # fmt: skip
+        stamp.write_text(repr(versions))
+    else:
+        _quiet(*pip, "--no-deps", "--force-reinstall", wheel)
+    return python
+
+
 def clean() -> None:
     shutil.rmtree(ROOT / "_build", ignore_errors=True)
     say("removed _build")
@@ -513,7 +717,8 @@ def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("command", choices=["book", "test", "execute", "setup", "clean"])
+    commands = ["book", "test", "execute", "setup", "compat", "clean"]
+    parser.add_argument("command", choices=commands)
     parser.add_argument("args", nargs=argparse.REMAINDER, help="passed on (pytest, notebooks)")
     options = parser.parse_args(argv)
     if options.command == "book":
@@ -522,6 +727,8 @@ def main(argv: list[str]) -> None:
         test(options.args)
     elif options.command == "execute":
         execute(options.args)
+    elif options.command == "compat":
+        compat(options.args)
     elif options.command == "setup":
         setup()
         say(f"environment ready: {VENV}")

@@ -132,8 +132,12 @@ def module_dtype(name: str, value: Any, module: Any) -> None:
     inputs of another precision on purpose.
     """
     floating(name, value)
-    weight = next(module.parameters(), None)
-    if weight is None or value.dtype == weight.dtype or autocast_enabled(value):
+    # the first weight, without next(..., None), which torch.compile before 2.5 cannot trace
+    for weight in module.parameters():  # noqa: B007
+        break
+    else:
+        return
+    if value.dtype == weight.dtype or autocast_enabled(value):
         return
     cure = {"torch.float64": ".double()", "torch.float32": ".float()"}
     convert = cure.get(str(value.dtype), f".to({value.dtype})")

@@ -175,6 +175,7 @@ def test_rotating_the_embeddings_once_breaks_the_offset_property_as_the_choice_s
 # ----------------------------------------------------------------------------- the measurement
 
 
+@pytest.mark.claims
 @pytest.mark.parametrize("seed", [1, 2])
 def test_the_chapters_claims_about_its_trained_models_hold_for_other_seeds(seed):
     """The chapter asserts what its digit-reversal comparison showed for seed 0 and says those

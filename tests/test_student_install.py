@@ -2,7 +2,8 @@
 
 nbval runs every chapter in the kernel of a student's environment (``tasks.STUDENT_KERNEL``,
 made by ``tasks.student_environment``): a fresh virtual environment, without the system's
-site-packages, that holds what Google Colab has (torch, ipywidgets 7.7.1, transformers and a
+site-packages, that holds what Google Colab has (Colab's Python where this machine has it, a
+newer torch than the book's pin, ipywidgets 7.7.1, transformers and a
 Jupyter kernel) and course_lib from a wheel built from the repository; each kernel starts in
 an empty folder outside the repository. So one execution of a chapter checks both that it
 runs top to bottom as a student runs it and that its outputs are the stored ones. These tests
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -21,7 +23,14 @@ from packaging.version import Version
 from test_project import pinned
 
 from conftest import ROOT
-from tasks import STUDENT_KERNEL, notebook_client, student_python
+from tasks import (
+    STUDENT_KERNEL,
+    STUDENT_PYTHON,
+    STUDENT_TORCH,
+    find_python,
+    notebook_client,
+    student_python,
+)
 
 # Run in the student's kernel: where it found its packages and where it runs.
 REPORT = """\
@@ -31,7 +40,8 @@ import course_lib.exercises, course_lib.explorers, course_lib.families
 print(json.dumps({"prefix": sys.prefix, "course_lib": course_lib.__file__,
       "transformers": "transformers" in sys.modules,
       "ipywidgets": ipywidgets.__version__, "torch": torch.__version__, "cwd": os.getcwd(),
-      "path": sys.path, "home": os.environ.get("COURSE_LIB_HOME")}))"""
+      "path": sys.path, "home": os.environ.get("COURSE_LIB_HOME"),
+      "python": "{}.{}".format(*sys.version_info)}))"""
 # What the project's environment has for its tests and a student's does not.
 PROJECT_ONLY = ("nbval", "pytest", "jupyter_book", "playwright", "sphinx", "myst_nb")
 
@@ -72,9 +82,20 @@ def test_importing_course_lib_does_not_import_transformers(seen):
     assert seen["transformers"] is False
 
 
-def test_the_kernel_has_colabs_ipywidgets_and_the_pinned_torch(seen):
+def test_the_kernel_has_colabs_ipywidgets(seen):
     assert seen["ipywidgets"] == "7.7.1"
-    assert Version(Version(seen["torch"]).public) == pinned()["torch"]
+
+
+def test_the_kernel_has_a_newer_torch_than_the_books_pin_as_colab_has(seen):
+    # the newest that installs on this machine kind: nbval compares what every chapter
+    # computes with it against the outputs stored from the pinned torch
+    torch = Version(Version(seen["torch"]).public)
+    assert torch == Version(STUDENT_TORCH) > pinned()["torch"]
+
+
+def test_the_kernel_runs_colabs_python_where_the_machine_has_it(seen):
+    wanted = STUDENT_PYTHON if find_python(STUDENT_PYTHON) else "{}.{}".format(*sys.version_info)
+    assert seen["python"] == wanted
 
 
 def test_each_kernel_starts_in_an_empty_folder_outside_the_repository_with_no_progress(seen):
