@@ -283,3 +283,19 @@ def test_the_sliding_window_book_offers_the_first_values_and_at_least_three():
         "layers": [1, 2, 3, 4, 6],
         "query": [5, 7, 10, 15],
     }
+
+
+# ----------------------------------------------------------------------------- the measurement
+
+
+@pytest.mark.claims
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_chapters_claims_about_key_value_sharing_hold_for_other_seeds(seed):
+    """The chapter asserts, for its seed 0, that multi-head and grouped attention write at
+    least 99% of the held-out numbers and multi-query at least 90%, which held for seeds 0 to
+    4 (benchmarks/sharing_seeds.py). Seeds 1 and 2 here make three seeds on whatever torch the
+    tests run (seed 2 is the closest: 91.1% for multi-query): three models trained for two
+    epochs, about 35 s of one CPU thread per seed."""
+    from benchmarks.sharing_seeds import failed_claims, measure
+
+    assert failed_claims(measure(seed)) == []
