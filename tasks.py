@@ -614,8 +614,8 @@ def compat(extra: list[str]) -> None:
         builder = ThreadPoolExecutor(max_workers=1)
         built = [builder.submit(timed, compat_environment, work / v.name, v, wheel) for v in chosen]
         for versions, building in zip(chosen, built, strict=True):
-            begun = time.perf_counter()
             python, seconds = building.result()
+            begun = time.perf_counter()
             report = subprocess.run(
                 [python, "-c", COMPAT_REPORT], cwd=work, capture_output=True, text=True,
                 check=True, stdin=subprocess.DEVNULL,
