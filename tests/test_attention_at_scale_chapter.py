@@ -259,6 +259,7 @@ def test_the_kv_cache_readout_computes_llama_2_70b():
     assert "80 KiB" in text and "10.00 GiB" in text
 
 
+@pytest.mark.book_states
 def test_the_sliding_window_book_shows_what_the_live_explorer_computes():
     book = assert_book_matches_live(SlidingWindowExplorer, most=8)
     assert {part: len(states) for part, states in book.states.items()} == {
@@ -267,11 +268,13 @@ def test_the_sliding_window_book_shows_what_the_live_explorer_computes():
     }
 
 
+@pytest.mark.book_states
 def test_the_kv_cache_book_shows_what_the_live_explorer_computes():
     book = assert_book_matches_live(KVCacheExplorer, most=8)
     assert len(book.states["readout"]) == 27
 
 
+@pytest.mark.book_states
 def test_the_sliding_window_book_offers_the_first_values_and_at_least_three():
     book = SlidingWindowExplorer(window=5, layers=6, query=7, book=True)
     offered = {

@@ -138,6 +138,7 @@ def test_the_chapters_claims_about_its_trained_models_hold_for_a_third_seed():
 # ----------------------------------------------------------------------------- explorer
 
 
+@pytest.mark.book_states
 def test_the_book_explorer_stores_what_the_live_one_shows():
     from explorer_checks import assert_book_matches_live
 

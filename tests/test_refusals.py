@@ -84,8 +84,12 @@ def in_child(task: Callable[[], Any]) -> dict[str, Any]:
     os.close(write)
     with os.fdopen(read) as pipe:
         text = pipe.read()
-    os.waitpid(pid, 0)
-    assert text, "the child died without reporting"
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        how = f"killed by signal {os.WTERMSIG(status)}"
+    else:
+        how = f"exit status {os.waitstatus_to_exitcode(status)}"
+    assert text, f"the child died without reporting ({how})"
     return json.loads(text)
 
 

@@ -291,6 +291,7 @@ def test_the_figure_names_the_input_and_both_norms():
     plt.close(figure)
 
 
+@pytest.mark.book_states
 def test_the_book_stores_a_readout_and_a_figure_per_shift_and_scale():
     explorer = NormalizationExplorer(book=True, offer={"shift": (0.0, 3.0), "scale": (1.0,)})
     assert set(explorer.states["figure"]) == {(0, 0), (1, 0)}
@@ -298,6 +299,7 @@ def test_the_book_stores_a_readout_and_a_figure_per_shift_and_scale():
     assert len(NORM_BOOK_SHIFTS) * len(NORM_BOOK_SCALES) == 9  # the book's figures
 
 
+@pytest.mark.book_states
 def test_the_normalization_book_shows_what_the_live_explorer_computes():
     offer = {"shift": (0.0, 3.0, 10.0), "scale": (0.1, 1.0)}
     assert_book_matches_live(lambda book: NormalizationExplorer(book=book, offer=offer))

@@ -216,6 +216,7 @@ def test_the_explorer_draws_one_panel_per_pair():
     assert titles == [t for t in titles if t.startswith("pair ")] and len(titles) == 4
 
 
+@pytest.mark.book_states
 def test_the_book_offers_the_prepared_values_and_stores_few_states():
     book = RotaryPairsExplorer(book=True)
     offered = {name: [value for _, value in book.controls[name].options] for name in book.controls}
@@ -225,6 +226,7 @@ def test_the_book_offers_the_prepared_values_and_stores_few_states():
     assert len(book.states["figure"]) == 27 and len(book.states["readout"]) == 27
 
 
+@pytest.mark.book_states
 def test_the_book_explorer_shows_what_the_live_explorer_computes():
     assert_book_matches_live(
         lambda book: RotaryPairsExplorer(book=book, offer={"base": [100.0, 10000.0, 500000.0]}),
