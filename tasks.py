@@ -261,9 +261,11 @@ def student_constraints() -> str:
     )
 
 
+@functools.cache
 def find_python(version: str) -> Path | None:
     """A Python ``version`` ("3.12") that runs and has venv: on PATH as ``python3.12``, or
-    installed by pyenv (whose shims answer only for the version selected); None if absent."""
+    installed by pyenv (whose shims answer only for the version selected); None if absent.
+    Looked for once per process (every test process computes ``student_fingerprint``)."""
     name = f"python{version}"
     pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
     found = [shutil.which(name), *sorted(pyenv.glob(f"versions/{version}.*/bin/{name}"))[::-1]]
@@ -525,7 +527,7 @@ def stable_widget_ids(notebook, salt: str):
 
 
 # ------------------------------------------------------------ other versions (compat)
-# The README promises Python >= 3.10 and torch >= 2.1; the book is pinned at torch 2.13 on 3.11,
+# The README promises Python >= 3.10 and torch >= 2.4; the book is pinned at torch 2.13 on 3.11,
 # and nbval runs the chapters with the newest torch (the student's environment above). `compat`
 # runs the library's tests, against course_lib installed from its wheel, in two fresh
 # environments outside the repository: the oldest promised torch on the oldest promised Python,
