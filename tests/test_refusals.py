@@ -771,35 +771,67 @@ def undo_everything_reachable() -> int:
     return found
 
 
-def test_no_library_or_undo_is_reachable_and_destroying_all_that_is_leaves_the_refusals():
-    def attack() -> list[Any]:
-        gc.collect()  # garbage of earlier work, with its finalizers, goes first
-        libraries = sum(isinstance(o, torch.library.Library) for o in gc.get_objects())
-        impls, finalizers = len(torch.library._impls), set(weakref.finalize._registry)
-        _refuse.refuse_for_good(LAYER_NORM, list(NORMALIZATION))
-        assert sum(isinstance(o, torch.library.Library) for o in gc.get_objects()) == libraries
-        assert len(torch.library._impls) == impls
-        assert set(weakref.finalize._registry) <= finalizers  # none added (some may have run)
-        assert not any(isinstance(o, torch._C._DispatchModule) for o in gc.get_objects())
-        for value in vars(_refuse).values():
-            assert not isinstance(value, (torch.library.Library, torch._C._DispatchModule))
-        found = undo_everything_reachable()
-        gc.collect()
-        results = []
-        for route in (by_refs_native_layer_norm, by_a_nested_tensor, by_redispatching_to_cpu):
-            try:
-                route()
-                results.append("computed")
-            except RuntimeError as error:
-                results.append(str(error))
+def attack_everything_reachable() -> list[Any]:
+    """Refuse the norms, check that the refusal left nothing behind to undo, destroy what is
+    reachable all the same, then try three routes and the norm itself."""
+    gc.collect()  # garbage of earlier work, with its finalizers, goes first
+    libraries = sum(isinstance(o, torch.library.Library) for o in gc.get_objects())
+    impls, finalizers = len(torch.library._impls), set(weakref.finalize._registry)
+    _refuse.refuse_for_good(LAYER_NORM, list(NORMALIZATION))
+    assert sum(isinstance(o, torch.library.Library) for o in gc.get_objects()) == libraries
+    assert len(torch.library._impls) == impls
+    assert set(weakref.finalize._registry) <= finalizers  # none added (some may have run)
+    assert not any(isinstance(o, torch._C._DispatchModule) for o in gc.get_objects())
+    for value in vars(_refuse).values():
+        assert not isinstance(value, (torch.library.Library, torch._C._DispatchModule))
+    found = undo_everything_reachable()
+    gc.collect()
+    results = []
+    for route in (by_refs_native_layer_norm, by_a_nested_tensor, by_redispatching_to_cpu):
         try:
-            torch.layer_norm(tokens(), [8])
+            route()
             results.append("computed")
         except RuntimeError as error:
             results.append(str(error))
-        return [found, *results]
+    try:
+        torch.layer_norm(tokens(), [8])
+        results.append("computed")
+    except RuntimeError as error:
+        results.append(str(error))
+    return [found, *results]
 
-    report = in_child(attack)
+
+# A fresh interpreter imports this module, sets one thread, runs ``preload`` as the fork server
+# does and forks the task named on its command line: what it prints is ``in_child``'s report.
+FRESH_PARENT = """\
+import importlib.util, json, sys
+import torch
+spec = importlib.util.spec_from_file_location("refusal_tests", sys.argv[1])
+tests = sys.modules["refusal_tests"] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tests)
+torch.set_num_threads(1)
+tests._refuse.preload()
+print(json.dumps(tests.in_child(getattr(tests, sys.argv[2]))))
+"""
+
+
+def in_child_of_a_fresh_parent(task: Callable[[], Any], folder: os.PathLike) -> dict[str, Any]:
+    """``in_child(task)``, forked from a new interpreter that only imported this module and
+    ran ``preload`` (``task`` is named, so a function of this module), not from this test
+    process, whose earlier tests leave their own libraries and modules behind."""
+    result = subprocess.run(
+        [sys.executable, "-c", FRESH_PARENT, __file__, task.__name__],
+        cwd=folder, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def test_no_library_or_undo_is_reachable_and_destroying_all_that_is_leaves_the_refusals(tmp_path):
+    """In a fork of a grading process, as the fork server makes them: what the earlier tests
+    of a pytest process left behind (libraries of their own, modules with an ``undo``) is not
+    there, and destroying it once killed the child in a worker with Python 3.12."""
+    report = in_child_of_a_fresh_parent(attack_everything_reachable, tmp_path)
     assert report["status"] == "returned", report
     found, *results = report["value"]
     assert found > 0  # torch's own libraries were there to destroy
