@@ -6,6 +6,7 @@
     python3 tasks.py execute   re-execute chapter notebooks in place (all, or the paths given)
     python3 tasks.py setup     only create or update the virtual environment
     python3 tasks.py compat    the library's tests with the oldest and the newest torch
+                               (--build-only: only make their environments)
     python3 tasks.py clean     remove _build
 
 Every command first creates or updates the virtual environment .venv from the pinned
@@ -602,22 +603,33 @@ def compat(extra: list[str]) -> None:
     ``tasks.py compat newest -k rotary`` runs one environment, and passes the rest to pytest.
     The environments are made in a temporary folder, or in COURSE_COMPAT_DIR, where they are
     kept and used again while their pins are the same (course_lib is installed afresh).
+    ``tasks.py compat --build-only`` only makes them (in COURSE_COMPAT_DIR): `.ci/run` does
+    that while the tests of `tasks.py test` run, since making them is mostly downloading.
     """
     setup()
     if not in_venv():  # pip, setuptools and the numerics of the project's environment
         run(VENV_PYTHON, __file__, "compat", *extra)
         return
     os.environ.update(NUMERICS)
+    build_only = "--build-only" in extra
+    extra = [e for e in extra if e != "--build-only"]
     chosen = [v for v in COMPAT if extra[:1] == [v.name]] or list(COMPAT)
     extra = extra[1:] if extra[:1] == [chosen[0].name] else extra
     started = time.perf_counter()
     kept = os.environ.get("COURSE_COMPAT_DIR")
+    if build_only and not kept:
+        sys.exit("compat --build-only: set COURSE_COMPAT_DIR, the folder to keep them in")
     with tempfile.TemporaryDirectory(prefix="course-compat-") as temporary:
         work = Path(kept or temporary)
         work.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(work / "wheels", ignore_errors=True)
         shutil.rmtree(work / "source", ignore_errors=True)
         wheel = build_wheel(work)
+        if build_only:
+            for versions in chosen:
+                _, seconds = timed(compat_environment, work / versions.name, versions, wheel)
+                say(f"{versions.name}: environment ready in {seconds:.0f} s")
+            return
         (work / "installed_course_lib.py").write_text(INSTALLED_FIRST)
         # one environment is built (mostly downloads) while the tests of the last one run
         builder = ThreadPoolExecutor(max_workers=1)
