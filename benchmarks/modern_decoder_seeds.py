@@ -22,7 +22,6 @@ to reproduce the chapter's seeds exactly::
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable
 from functools import cache
@@ -32,6 +31,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
 
+from benchmarks._seeds import Claims, run
+from benchmarks._seeds import failed_claims as failed
 from course_lib.families import DecoderOnlyModel, llama_settings
 from course_lib.lm_tasks import LMTask, exact_match, model_for, number_task, train_lm
 
@@ -102,7 +103,7 @@ def measure(seed: int) -> Measures:
     return measures
 
 
-def _claims(m: Measures) -> dict[str, Callable[[], bool]]:
+def claims(m: Measures) -> Claims:
     old, mixed, new = (m[name] for name in NAMES)
     return {
         "exact match: Llama-style > Llama layers > pre-norm 2017": lambda: (
@@ -122,29 +123,16 @@ def _claims(m: Measures) -> dict[str, Callable[[], bool]]:
 
 def failed_claims(m: Measures) -> list[str]:
     """The chapter's per-seed claims that do not hold for these measures (none, we expect)."""
-    return [claim for claim, holds in _claims(m).items() if not holds()]
+    return failed(claims(m))
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    seeds = parser.parse_args(argv).seeds
-    torch.set_num_threads(1)
-    failed = 0
-    print(f"torch {torch.__version__}")
-    print(f"{'seed':<6}{'model':<16}{'exact':>8}{'last loss':>11}{'first loss':>12}{'repeats':>9}")
-    for seed in seeds:
-        m = measure(seed)
-        for name in NAMES:
-            r = m[name]
-            print(f"{seed:<6}{name:<16}{r['exact']:>8.1%}{r['last']:>11.3f}{r['first']:>12.3f}"
-                  f"{r['repeats']:>9.0%}")  # fmt: skip
-        for claim in failed_claims(m):
-            failed += 1
-            print(f"      FAILED: {claim}")
-    print("every claim held for every seed" if not failed else f"{failed} claims failed")
-    return 1 if failed else 0
+def show(seed: int, m: Measures) -> str:
+    return "\n".join(
+        f"seed {seed}, {name:<14} exact {r['exact']:6.1%}, last loss {r['last']:.3f}, "
+        f"first loss {r['first']:.3f}, repeats {r['repeats']:4.0%}"
+        for name, r in m.items()
+    )
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(run(__doc__, measure, claims, show, sys.argv[1:], seeds=(0, 1, 2, 3, 4)))

@@ -21,7 +21,6 @@ On torch 2.13.0 (2026-11-29), seeds 0 to 4 gave, for 4, 2 and 1 key/value heads:
 
 from __future__ import annotations
 
-import argparse
 import sys
 from functools import cache
 from pathlib import Path
@@ -30,6 +29,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
 
+from benchmarks._seeds import Claims, run
+from benchmarks._seeds import failed_claims as failed
 from course_lib.lm_tasks import LMTask, exact_match, model_for, number_task, train_lm
 
 KV_HEADS = (4, 2, 1)  # multi-head, grouped, multi-query
@@ -53,32 +54,22 @@ def measure(seed: int) -> dict[int, float]:
     return exact
 
 
+def claims(exact: dict[int, float]) -> Claims:
+    """The chapter's claims about one seed's three models."""
+    return {
+        "multi-head and grouped at least 99% exact": lambda: min(exact[4], exact[2]) >= 0.99,
+        "multi-query at least 90% exact": lambda: exact[1] >= 0.90,
+    }
+
+
 def failed_claims(exact: dict[int, float]) -> list[str]:
     """The chapter's claims about one seed's three models that do not hold (none, we expect)."""
-    claims = {
-        "multi-head and grouped at least 99% exact": min(exact[4], exact[2]) >= 0.99,
-        "multi-query at least 90% exact": exact[1] >= 0.90,
-    }
-    return [claim for claim, holds in claims.items() if not holds]
+    return failed(claims(exact))
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    seeds = parser.parse_args(argv).seeds
-    torch.set_num_threads(1)
-    failed = 0
-    print(f"torch {torch.__version__}")
-    print(f"{'seed':<6}" + "".join(f"{f'{g} kv heads':>12}" for g in KV_HEADS))
-    for seed in seeds:
-        exact = measure(seed)
-        print(f"{seed:<6}" + "".join(f"{exact[g]:>12.1%}" for g in KV_HEADS))
-        for claim in failed_claims(exact):
-            failed += 1
-            print(f"      FAILED: {claim}")
-    print("the claim held for every seed" if not failed else f"{failed} claims failed")
-    return 1 if failed else 0
+def show(seed: int, exact: dict[int, float]) -> str:
+    return f"seed {seed}: " + ", ".join(f"{g} kv heads {exact[g]:.1%}" for g in KV_HEADS)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(run(__doc__, measure, claims, show, sys.argv[1:]))
