@@ -20,7 +20,9 @@ two modules import each other, directly or through others). All tensors are batc
   trade-off;
 - :mod:`course_lib.data` -- the data the course generates itself (a synthetic grammar, number
   names in English and Spanish);
-- :mod:`course_lib.discretize` -- a signal to tokens: frames, a k-means codebook, overlap-add.
+- :mod:`course_lib.discretize` -- a signal to tokens: frames, a k-means codebook, overlap-add;
+- :mod:`course_lib.corpus` -- real English from the running interpreter: the standard
+  library's docstrings and the pydoc topics, read without importing, split by document.
 
 **Model components**, ``torch`` alone (no plotting, no widgets):
 
@@ -58,7 +60,11 @@ two modules import each other, directly or through others). All tensors are batc
 - :mod:`course_lib.word2vec` -- skip-gram and CBOW;
 - :mod:`course_lib.translation` -- the English-to-Spanish number translator and its
   shipped checkpoint;
-- :mod:`course_lib.lm_tasks` -- the course's tasks framed for a decoder-only model.
+- :mod:`course_lib.lm_tasks` -- the course's tasks framed for a decoder-only model;
+- :mod:`course_lib.ngram` -- byte n-gram models smoothed by interpolated Kneser-Ney, the
+  baseline in bits per byte;
+- :mod:`course_lib.language_model` -- the part on a language model trained on real text: its
+  corpus and its baselines.
 
 **Presentation**, what the book shows:
 

@@ -23,6 +23,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "course_lib.tokenization",
         "course_lib.data",
         "course_lib.discretize",
+        "course_lib.corpus",
     ),
     "model components": (
         "course_lib.embeddings",
@@ -47,6 +48,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "course_lib.word2vec",
         "course_lib.translation",
         "course_lib.lm_tasks",
+        "course_lib.ngram",
+        "course_lib.language_model",
     ),
     "presentation": (
         "course_lib.plotting",
