@@ -49,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 from benchmarks._seeds import Claims, run
 from benchmarks._seeds import failed_claims as failed
+from course_lib._devices import threads
 from course_lib.transformer import Transformer
 from course_lib.vocab import Vocabulary, pad_batch
 
@@ -130,13 +131,8 @@ def reverse(model: Transformer, tokens: list[str]) -> str:
 
 def measure(seed: int) -> Measures:
     """Train the chapter's reverser from ``seed`` and measure it as the chapter does."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as the chapter trains: one thread, repeatable sums
-    try:
-        with torch.random.fork_rng():
-            model, losses = train(seed)
-    finally:
-        torch.set_num_threads(threads)
+    with threads(1), torch.random.fork_rng():  # as the chapter trains: repeatable sums
+        model, losses = train(seed)
     with torch.no_grad():
         return measured(model, losses)
 

@@ -43,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 from benchmarks._seeds import Claims, run
 from benchmarks._seeds import failed_claims as failed
+from course_lib._devices import threads
 from course_lib.embeddings import TokenEmbedding
 from course_lib.encoder import Encoder
 from course_lib.positional import PositionalEncoding
@@ -112,13 +113,8 @@ def first_label(tagger: Tagger, text: str) -> str:
 
 def measure(seed: int) -> Measures:
     """Train the chapter's tagger from ``seed`` and measure it as the chapter does."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as the chapter trains: one thread, repeatable sums
-    try:
-        with torch.random.fork_rng():
-            tagger, losses = train(seed)
-    finally:
-        torch.set_num_threads(threads)
+    with threads(1), torch.random.fork_rng():  # as the chapter trains: repeatable sums
+        tagger, losses = train(seed)
     test_ids, test_labels = letter_sentences(2000, torch.Generator().manual_seed(1))
     with torch.no_grad():
         accuracy = (tagger(test_ids).argmax(-1) == test_labels).float().mean().item()

@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 from benchmarks._seeds import Claims, run
 from benchmarks._seeds import failed_claims as failed
+from course_lib._devices import threads
 from course_lib.attention import MultiHeadAttention
 from course_lib.positional import sinusoidal_positional_encoding
 
@@ -113,21 +114,16 @@ def measure(seed: int) -> Measures:
     """Train one head and two heads from ``seed`` and score them as the chapter does."""
     tokens, previous, first = make_batch(1000, torch.Generator().manual_seed(99))
     right_previous, right_first, mean_weights = {}, {}, {}
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as the chapter trains
-    try:
-        with torch.random.fork_rng():
-            for num_heads in HEADS:
-                model = train(num_heads, seed)
-                with torch.no_grad():
-                    guess_previous, guess_first, weights = model(tokens)
-                right_previous[num_heads] = (
-                    (guess_previous.argmax(-1) == previous).float().mean().item()
-                )
-                right_first[num_heads] = (guess_first.argmax(-1) == first).float().mean().item()
-                mean_weights[num_heads] = weights.mean(dim=0)  # (heads, 8, 8)
-    finally:
-        torch.set_num_threads(threads)
+    with threads(1), torch.random.fork_rng():  # as the chapter trains
+        for num_heads in HEADS:
+            model = train(num_heads, seed)
+            with torch.no_grad():
+                guess_previous, guess_first, weights = model(tokens)
+            right_previous[num_heads] = (
+                (guess_previous.argmax(-1) == previous).float().mean().item()
+            )
+            right_first[num_heads] = (guess_first.argmax(-1) == first).float().mean().item()
+            mean_weights[num_heads] = weights.mean(dim=0)  # (heads, 8, 8)
     w = mean_weights[2]
     below_diagonal = torch.stack([w[:, i, i - 1] for i in range(1, LENGTH)], dim=1)
     previous_head = int(below_diagonal.mean(dim=1).argmax())
